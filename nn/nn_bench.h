@@ -1,0 +1,16 @@
+// `adjoint bench nn`: times the MLP train step (forward, backward, Adam) and forward alone on the GPU for the
+// SHAC actor and critic; bench/nn_torch.py times the same in PyTorch. See bench/RESULTS.md.
+#ifndef NN_BENCH_H
+#define NN_BENCH_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Arguments: [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH]
+// Returns 0 on success, 2 when built without CUDA, another nonzero code on failure.
+int nn_bench_main(int argc, char** argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
