@@ -1,0 +1,162 @@
+// sim_cuda.cu: CUDA backend of the engine. The per-world physics is the same source as the CPU engine
+// (sim_forward.c and the stage files it includes); here it runs with one warp per world, 32 lanes striding
+// each world's bodies, dofs and joints, __syncwarp between dependent phases.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/sim_forward.c"
+#include "sim/cuda/sim_cuda.h"
+
+#define WARPS_PER_BLOCK 4
+
+struct SimCuda {
+  SimModel hm;        // host struct with device pointers
+  SimData hd;         // host struct with device pointers
+  SimModel* dm;       // device copy of hm
+  SimData* dd;        // device copy of hd
+  void* model_buf;
+  void* data_buf;
+  const void* host_model_buf;  // to rebase host pointers
+};
+
+static char g_err[512] = "";
+const char* simcuda_last_error(void) { return g_err; }
+
+#define CU_CHECK(call)                                                                         \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      snprintf(g_err, sizeof(g_err), "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      return SIM_ERR_CUDA;                                                                     \
+    }                                                                                          \
+  } while (0)
+
+extern "C" int simcuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+__global__ void k_forward(const SimModel* m, const SimData* d) {
+  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_forward_world(m, &wd, threadIdx.x & 31, 32);
+}
+
+__global__ void k_step(const SimModel* m, const SimData* d) {
+  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_step_world(m, &wd, threadIdx.x & 31, 32);
+}
+
+__global__ void k_stage(const SimModel* m, const SimData* d, int stage) {
+  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_stage_world(m, &wd, stage, threadIdx.x & 31, 32);
+}
+
+extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
+  *out = NULL;
+  SimCuda* g = (SimCuda*)calloc(1, sizeof(SimCuda));
+  if (!g) return SIM_ERR_ALLOC;
+  *out = g;
+  // model: one buffer, pointers rebased
+  g->hm = *m;
+  CU_CHECK(cudaMalloc(&g->model_buf, m->nbuffer ? m->nbuffer : 1));
+  CU_CHECK(cudaMemcpy(g->model_buf, m->buffer, m->nbuffer, cudaMemcpyHostToDevice));
+  char* base = (char*)g->model_buf;
+  const char* hbase = (const char*)m->buffer;
+#define X(type, name, count, width) g->hm.name = (type*)(base + ((const char*)m->name - hbase));
+  SIM_MODEL_FIELDS
+#undef X
+  g->hm.buffer = g->model_buf;
+  g->hm.on_device = 1;
+  CU_CHECK(cudaMalloc((void**)&g->dm, sizeof(SimModel)));
+  CU_CHECK(cudaMemcpy(g->dm, &g->hm, sizeof(SimModel), cudaMemcpyHostToDevice));
+  // data: same layout as sim_data_create (64-byte aligned fields, world-major)
+  size_t total = 0;
+#define X(type, name, count, width) total += (sizeof(type) * (size_t)nworld * (size_t)m->count * (width) + 63) / 64 * 64;
+  SIM_DATA_FIELDS
+#undef X
+  CU_CHECK(cudaMalloc(&g->data_buf, total));
+  CU_CHECK(cudaMemset(g->data_buf, 0, total));
+  size_t off = 0;
+  char* dbase = (char*)g->data_buf;
+#define X(type, name, count, width) \
+  g->hd.name = (type*)(dbase + off); \
+  off += (sizeof(type) * (size_t)nworld * (size_t)m->count * (width) + 63) / 64 * 64;
+  SIM_DATA_FIELDS
+#undef X
+  g->hd.nworld = nworld;
+  g->hd.buffer = g->data_buf;
+  g->hd.nbuffer = total;
+  g->hd.on_device = 1;
+  CU_CHECK(cudaMalloc((void**)&g->dd, sizeof(SimData)));
+  CU_CHECK(cudaMemcpy(g->dd, &g->hd, sizeof(SimData), cudaMemcpyHostToDevice));
+  return SIM_OK;
+}
+
+extern "C" void simcuda_free(SimCuda* g) {
+  if (!g) return;
+  cudaFree(g->dm);
+  cudaFree(g->dd);
+  cudaFree(g->model_buf);
+  cudaFree(g->data_buf);
+  free(g);
+}
+
+extern "C" int simcuda_upload(SimCuda* g, const SimData* host) {
+  if (host->nworld != g->hd.nworld || host->nbuffer != g->hd.nbuffer) {
+    snprintf(g_err, sizeof(g_err), "simcuda_upload: batch shape differs from the device's");
+    return SIM_ERR_ARG;
+  }
+  CU_CHECK(cudaMemcpy(g->data_buf, host->buffer, host->nbuffer, cudaMemcpyHostToDevice));
+  return SIM_OK;
+}
+
+extern "C" int simcuda_download(SimCuda* g, SimData* host) {
+  if (host->nworld != g->hd.nworld || host->nbuffer != g->hd.nbuffer) {
+    snprintf(g_err, sizeof(g_err), "simcuda_download: batch shape differs from the device's");
+    return SIM_ERR_ARG;
+  }
+  CU_CHECK(cudaMemcpy(host->buffer, g->data_buf, host->nbuffer, cudaMemcpyDeviceToHost));
+  return SIM_OK;
+}
+
+static int nblocks(const SimCuda* g) { return (g->hd.nworld + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK; }
+
+extern "C" int simcuda_forward(SimCuda* g) {
+  k_forward<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd);
+  CU_CHECK(cudaGetLastError());
+  return SIM_OK;
+}
+
+extern "C" int simcuda_step(SimCuda* g) {
+  k_step<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd);
+  CU_CHECK(cudaGetLastError());
+  return SIM_OK;
+}
+
+extern "C" int simcuda_stage(SimCuda* g, int stage) {
+  k_stage<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd, stage);
+  CU_CHECK(cudaGetLastError());
+  return SIM_OK;
+}
+
+extern "C" int simcuda_sync(SimCuda* g) {
+  CU_CHECK(cudaDeviceSynchronize());
+  return SIM_OK;
+}
+
+extern "C" const SimModel* simcuda_model(const SimCuda* g) { return g->dm; }
+extern "C" SimData* simcuda_data(SimCuda* g) { return g->dd; }

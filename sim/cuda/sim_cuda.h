@@ -1,0 +1,38 @@
+// sim_cuda.h: the CUDA backend (float32). The device holds one copy of SimModel and one SimData batch with
+// the same layout as the host's, so upload/download are single copies. One warp steps one world.
+#ifndef ADJ_SIM_CUDA_H
+#define ADJ_SIM_CUDA_H
+
+#include "sim/sim_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct SimCuda SimCuda;
+
+int simcuda_device_count(void);           // 0 when no device (or no driver)
+const char* simcuda_last_error(void);     // message of the last failed call
+
+// device copies of m and of a batch of nworld worlds (state zeroed; upload a host SimData to set it)
+int simcuda_create(const SimModel_f32* m, int nworld, SimCuda** out);
+void simcuda_free(SimCuda* g);
+
+// whole-batch copies between a host SimData (same model and nworld) and the device
+int simcuda_upload(SimCuda* g, const SimData_f32* host);
+int simcuda_download(SimCuda* g, SimData_f32* host);
+
+int simcuda_forward(SimCuda* g);           // mj_forward for every world
+int simcuda_step(SimCuda* g);              // mj_step for every world
+int simcuda_stage(SimCuda* g, int stage);  // one SIM_STAGE_* for every world
+int simcuda_sync(SimCuda* g);
+
+// device pointers (for code that fuses work with the engine, e.g. the trainer)
+const SimModel_f32* simcuda_model(const SimCuda* g);
+SimData_f32* simcuda_data(SimCuda* g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

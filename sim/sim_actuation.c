@@ -1,0 +1,74 @@
+// sim_actuation.c: actuator forces (mj_fwdActuation for stateless actuators with fixed or affine gain and
+// affine bias on joint and fixed-tendon transmissions) and the smooth acceleration (mj_fwdAcceleration).
+#include "sim_model.h"
+#include "sim_math.h"
+
+// ctrl as the actuator reads it: clamped to ctrlrange where limited (unless disabled); any non-finite or
+// huge entry zeroes all controls (MuJoCo's mjWARN_BADCTRL behaviour).
+SIM_FN int sim_ctrl_bad(const SimModel* m, const SimWorld* d) {
+  for (int i = 0; i < m->nu; i++) {
+    sim_real c = d->ctrl[i];
+    if (!(c == c) || c > (sim_real)SIM_MAXVAL || c < -(sim_real)SIM_MAXVAL) return 1;
+  }
+  return 0;
+}
+
+SIM_FN sim_real sim_ctrl_clamped(const SimModel* m, const SimWorld* d, int a, int bad) {
+  if (bad) return 0;
+  sim_real c = d->ctrl[a];
+  if (m->actuator_ctrllimited[a] && !(m->disableflags & SIM_DSBL_CLAMPCTRL)) {
+    const sim_real* r = m->actuator_ctrlrange + 2 * a;
+    c = c < r[0] ? r[0] : (c > r[1] ? r[1] : c);
+  }
+  return c;
+}
+
+// actuator_force and qfrc_actuator
+SIM_FN void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  int nu = m->nu;
+  if (nu == 0 || (m->disableflags & SIM_DSBL_ACTUATION)) {
+    for (int a = lane; a < nu; a += nlane) d->actuator_force[a] = 0;
+    for (int i = lane; i < m->nv; i += nlane) d->qfrc_actuator[i] = 0;
+    SIM_SYNC();
+    return;
+  }
+  int bad = sim_ctrl_bad(m, d);
+  for (int a = lane; a < nu; a += nlane) {
+    sim_real len = d->actuator_length[a], vel = d->actuator_velocity[a];
+    const sim_real* gp = m->actuator_gainprm + 3 * a;
+    const sim_real* bp = m->actuator_biasprm + 3 * a;
+    sim_real gain = m->actuator_gaintype[a] == SIM_GAIN_FIXED ? gp[0] : gp[0] + gp[1] * len + gp[2] * vel;
+    sim_real force = gain * sim_ctrl_clamped(m, d, a, bad);
+    if (m->actuator_biastype[a] == SIM_BIAS_AFFINE) force += bp[0] + bp[1] * len + bp[2] * vel;
+    if (m->actuator_forcelimited[a]) {
+      const sim_real* r = m->actuator_forcerange + 2 * a;
+      force = force < r[0] ? r[0] : (force > r[1] ? r[1] : force);
+    }
+    d->actuator_force[a] = force;
+  }
+  SIM_SYNC();
+  // qfrc_actuator = moment' force: serial over actuators (MuJoCo's summation order), then joint clamps
+  if (lane == 0) {
+    for (int i = 0; i < m->nv; i++) d->qfrc_actuator[i] = 0;
+    for (int a = 0; a < nu; a++) {
+      int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
+      for (int k = 0; k < num; k++) d->qfrc_actuator[m->moment_dof[adr + k]] += m->moment_val[adr + k] * d->actuator_force[a];
+    }
+    for (int j = 0; j < m->njnt; j++) {
+      if (!m->jnt_actfrclimited[j]) continue;
+      const sim_real* r = m->jnt_actfrcrange + 2 * j;
+      sim_real* f = d->qfrc_actuator + m->jnt_dofadr[j];
+      *f = *f < r[0] ? r[0] : (*f > r[1] ? r[1] : *f);
+    }
+  }
+  SIM_SYNC();
+}
+
+// qfrc_smooth = passive - bias + applied + actuator
+SIM_FN void sim_qfrc_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  for (int i = lane; i < m->nv; i += nlane) {
+    d->qfrc_smooth[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + d->qfrc_applied[i] + d->qfrc_actuator[i];
+    d->qacc_smooth[i] = d->qfrc_smooth[i];
+  }
+  SIM_SYNC();
+}

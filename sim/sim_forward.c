@@ -1,0 +1,185 @@
+// sim_forward.c: composition of the pipeline (MuJoCo's mj_forward / mj_step) per world, and the CPU
+// backend's loops over worlds. The stage files are included here so that the whole per-world engine is one
+// translation unit of SIM_FN functions; sim/cuda/sim_cuda.cu includes this file for the GPU backend.
+#include "sim_kinematics.c"
+#include "sim_inertia.c"
+#include "sim_velocity.c"
+#include "sim_actuation.c"
+#include "sim_integrate.c"
+
+SIM_FN int sim_isbad(sim_real x) { return !(x == x) || x > (sim_real)SIM_MAXVAL || x < -(sim_real)SIM_MAXVAL; }
+
+// world reset to qpos0 (MuJoCo's mj_resetData for the state we carry)
+SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, int nlane) {
+  for (int i = lane; i < m->nq; i += nlane) d->qpos[i] = key >= 0 ? m->key_qpos[key * m->nq + i] : m->qpos0[i];
+  for (int i = lane; i < m->nv; i += nlane) {
+    d->qvel[i] = key >= 0 ? m->key_qvel[key * m->nv + i] : 0;
+    d->qacc_warmstart[i] = 0;
+    d->qfrc_applied[i] = 0;
+  }
+  for (int i = lane; i < m->nu; i += nlane) d->ctrl[i] = key >= 0 ? m->key_ctrl[key * m->nu + i] : 0;
+  if (lane == 0) d->time[0] = 0;
+  SIM_SYNC();
+}
+
+// constraint stage; the solver lands with contacts (see sim_check_model). Without rows qacc = qacc_smooth.
+SIM_FN void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  for (int i = lane; i < m->nv; i += nlane) {
+    d->qfrc_constraint[i] = 0;
+    d->qacc[i] = d->qacc_smooth[i];
+  }
+  SIM_SYNC();
+}
+
+SIM_FN void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane, int nlane) {
+  switch (stage) {
+    case SIM_STAGE_KINEMATICS: sim_kinematics(m, d, lane, nlane); break;
+    case SIM_STAGE_COMPOS: sim_comPos(m, d, lane, nlane); break;
+    case SIM_STAGE_TENDON: sim_tendon_transmission(m, d, lane, nlane); break;
+    case SIM_STAGE_CRB: sim_crb(m, d, lane, nlane); break;
+    case SIM_STAGE_FACTOR:
+      for (int k = lane; k < m->nM; k += nlane) d->qLD[k] = d->M[k];
+      SIM_SYNC();
+      sim_factorI(m, d->qLD, d->qLDiagInv, lane, nlane);
+      break;
+    case SIM_STAGE_VELOCITY:
+      sim_tendon_actuator_velocity(m, d, lane, nlane);
+      sim_comVel(m, d, lane, nlane);
+      break;
+    case SIM_STAGE_PASSIVE: sim_passive(m, d, lane, nlane); break;
+    case SIM_STAGE_RNE: sim_rne(m, d, lane, nlane); break;
+    case SIM_STAGE_ACTUATION: sim_actuation(m, d, lane, nlane); break;
+    case SIM_STAGE_ACCELERATION:
+      sim_qfrc_smooth(m, d, lane, nlane);
+      sim_solveLD(m, d->qacc_smooth, d->qLD, d->qLDiagInv, lane);
+      break;
+    case SIM_STAGE_CONSTRAINT: sim_constraint(m, d, lane, nlane); break;
+    case SIM_STAGE_INTEGRATE:
+      if (m->integrator == SIM_INT_IMPLICITFAST) sim_implicitfast(m, d, lane, nlane);
+      else sim_euler(m, d, lane, nlane);  // RK4 is composed in sim_step_world
+      break;
+  }
+}
+
+// mj_forward at the current state
+SIM_FN void sim_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  for (int s = SIM_STAGE_KINEMATICS; s <= SIM_STAGE_CONSTRAINT; s++) sim_stage_world(m, d, s, lane, nlane);
+}
+
+// mj_RungeKutta(4) after mj_forward; stage states kept in rk_* (MuJoCo's X[i], F[i])
+SIM_FN void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  const sim_real A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
+  const sim_real B[4] = {(sim_real)(1.0 / 6.0), (sim_real)(1.0 / 3.0), (sim_real)(1.0 / 3.0), (sim_real)(1.0 / 6.0)};
+  int nq = m->nq, nv = m->nv;
+  sim_real h = m->timestep, time0 = d->time[0];
+  sim_real* X0q = d->rk_qpos;   // (nq) initial qpos
+  sim_real* Xv = d->rk_qvel;    // (4, nv) stage velocities
+  sim_real* F = d->rk_qacc;     // (4, nv) stage accelerations
+  sim_real* dXv = d->qacc_int;  // (nv) velocity combination (reused buffer)
+  sim_real* dXa = d->rk_dacc;   // (nv) acceleration combination
+  for (int i = lane; i < nq; i += nlane) X0q[i] = d->qpos[i];
+  for (int i = lane; i < nv; i += nlane) {
+    Xv[i] = d->qvel[i];
+    F[i] = d->qacc[i];
+  }
+  SIM_SYNC();
+  for (int s = 1; s < 4; s++) {
+    for (int i = lane; i < nv; i += nlane) {
+      sim_real a = 0, b = 0;
+      for (int j = 0; j < s; j++) {
+        a += Xv[j * nv + i] * A[(s - 1) * 3 + j];
+        b += F[j * nv + i] * A[(s - 1) * 3 + j];
+      }
+      dXv[i] = a;
+      d->qvel[i] = Xv[i] + b * h;
+    }
+    for (int i = lane; i < nq; i += nlane) d->qpos[i] = X0q[i];
+    SIM_SYNC();
+    sim_integratePos(m, d->qpos, dXv, h, lane, nlane);
+    for (int i = lane; i < nv; i += nlane) Xv[s * nv + i] = d->qvel[i];
+    if (lane == 0) {
+      sim_real c = 0;
+      for (int j = 0; j < s; j++) c += A[(s - 1) * 3 + j];
+      d->time[0] = time0 + c * h;
+    }
+    SIM_SYNC();
+    sim_forward_world(m, d, lane, nlane);
+    for (int i = lane; i < nv; i += nlane) F[s * nv + i] = d->qacc[i];
+    SIM_SYNC();
+  }
+  for (int i = lane; i < nv; i += nlane) {
+    sim_real a = 0, b = 0;
+    for (int j = 0; j < 4; j++) {
+      a += Xv[j * nv + i] * B[j];
+      b += F[j * nv + i] * B[j];
+    }
+    dXv[i] = a;
+    dXa[i] = b;
+    d->qvel[i] = Xv[i];
+  }
+  for (int i = lane; i < nq; i += nlane) d->qpos[i] = X0q[i];
+  if (lane == 0) d->time[0] = time0;
+  SIM_SYNC();
+  sim_advance(m, d, dXa, dXv, lane, nlane);
+}
+
+// mj_step: state checks (a bad world is reset and counted), forward, acceleration check, integrator
+SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  int bad = 0;
+  for (int i = 0; i < m->nq; i++) bad |= sim_isbad(d->qpos[i]);
+  for (int i = 0; i < m->nv; i++) bad |= sim_isbad(d->qvel[i]);
+  SIM_SYNC();
+  if (bad) {
+    sim_reset_world(m, d, -1, lane, nlane);
+    if (lane == 0) d->nan_count[0]++;
+  }
+  sim_forward_world(m, d, lane, nlane);
+  bad = 0;
+  for (int i = 0; i < m->nv; i++) bad |= sim_isbad(d->qacc[i]);
+  SIM_SYNC();
+  if (bad) {
+    sim_reset_world(m, d, -1, lane, nlane);
+    if (lane == 0) d->nan_count[0]++;
+    sim_forward_world(m, d, lane, nlane);
+  }
+  if (m->integrator == SIM_INT_RK4) sim_rk4_world(m, d, lane, nlane);
+  else sim_stage_world(m, d, SIM_STAGE_INTEGRATE, lane, nlane);
+}
+
+#ifndef __CUDACC__
+// ---- CPU backend: loops over worlds ----
+#include "sim.h"
+
+void sim_run_stage(const SimModel* m, SimData* d, int stage) {
+  for (int w = 0; w < d->nworld; w++) {
+    SimWorld wd;
+    sim_world(m, d, w, &wd);
+    sim_stage_world(m, &wd, stage, 0, 1);
+  }
+}
+
+void sim_forward(const SimModel* m, SimData* d) {
+  for (int w = 0; w < d->nworld; w++) {
+    SimWorld wd;
+    sim_world(m, d, w, &wd);
+    sim_forward_world(m, &wd, 0, 1);
+  }
+}
+
+void sim_step(const SimModel* m, SimData* d) {
+  for (int w = 0; w < d->nworld; w++) {
+    SimWorld wd;
+    sim_world(m, d, w, &wd);
+    sim_step_world(m, &wd, 0, 1);
+  }
+}
+
+void sim_reset(const SimModel* m, SimData* d, int w, int key) {
+  for (int i = 0; i < d->nworld; i++) {
+    if (w >= 0 && i != w) continue;
+    SimWorld wd;
+    sim_world(m, d, i, &wd);
+    sim_reset_world(m, &wd, key, 0, 1);
+  }
+}
+#endif

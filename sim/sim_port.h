@@ -1,0 +1,69 @@
+// sim_port.h: the one place where the CPU and CUDA builds of the per-world physics differ.
+//
+// Every per-world function is written once as SIM_FN and compiles as C (CPU backend, float64 or float32)
+// and as CUDA device code (GPU backend, float32). Precision-dependent symbols are mangled with SIM_SFX so
+// that one binary can hold the float64 and float32 CPU engines side by side.
+//
+// Lanes: a world may be processed by several GPU lanes (one warp per world). Per-world functions take
+// (lane, nlane) and stride their element loops by nlane; SIM_SYNC() separates dependent phases. On the CPU
+// lane = 0, nlane = 1 and SIM_SYNC() is a no-op.
+//
+// Floating-point contraction is off on both sides (-ffp-contract=off, nvcc --fmad=false): the float32 CPU
+// build and the GPU then round identically except inside libm functions (sqrt is exact on both).
+#ifndef ADJ_SIM_PORT_H
+#define ADJ_SIM_PORT_H
+
+#include <math.h>
+#include <stddef.h>
+
+#ifdef __CUDACC__
+#define SIM_FN static inline __host__ __device__
+#define SIM_SYNC() __syncwarp()
+#define SIM_RESTRICT __restrict__
+#else
+#define SIM_FN static inline
+#define SIM_SYNC() ((void)0)
+#define SIM_RESTRICT restrict
+#endif
+
+#ifdef SIM_DOUBLE
+typedef double sim_real;
+#define SIM_SFX(name) name##_f64
+#define SIM_EPS_REAL 2.220446049250313e-16
+#else
+typedef float sim_real;
+#define SIM_SFX(name) name##_f32
+#define SIM_EPS_REAL 1.1920929e-07
+#endif
+
+// MuJoCo's constants (mjMINVAL, mjPI, mjMINMU, mjMAXVAL)
+#define SIM_MINVAL 1e-15
+#define SIM_PI 3.14159265358979323846
+#define SIM_MINMU 1e-5
+#define SIM_MAXVAL 1e10
+
+// math wrappers: one spelling for both precisions
+#ifdef SIM_DOUBLE
+#define sim_sqrt sqrt
+#define sim_sin sin
+#define sim_cos cos
+#define sim_atan2 atan2
+#define sim_exp exp
+#define sim_pow pow
+#define sim_fabs fabs
+#define sim_floor floor
+#else
+#define sim_sqrt sqrtf
+#define sim_sin sinf
+#define sim_cos cosf
+#define sim_atan2 atan2f
+#define sim_exp expf
+#define sim_pow powf
+#define sim_fabs fabsf
+#define sim_floor floorf
+#endif
+
+#define SIM_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+#endif

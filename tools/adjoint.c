@@ -1,0 +1,29 @@
+// adjoint: the command-line entry point. Subcommands dispatch to their own files; only tools/ may exit.
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/verify.h"
+#include "nn/nn_bench.h"
+
+static const char* kUsage =
+    "usage: adjoint COMMAND [args]\n"
+    "  verify MODEL.xml [options]   compare the engine with MuJoCo 3.12 C (float64)\n"
+    "  bench nn [options]           MLP library benchmark (GPU)\n"
+    "  help                         this message\n"
+    "Run 'adjoint COMMAND --help' for a command's options.\n";
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* cmd = argv[1];
+  if (!strcmp(cmd, "verify")) return verify_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "bench")) {
+    if (argc >= 3 && !strcmp(argv[2], "nn")) return nn_bench_main(argc - 2, argv + 2);
+    fprintf(stderr, "adjoint bench: unknown benchmark '%s' (available: nn)\n", argc >= 3 ? argv[2] : "");
+    return 2;
+  }
+  fprintf(stderr, "adjoint: unknown command '%s'\n%s", cmd, kUsage);
+  return 2;
+}

@@ -1,0 +1,272 @@
+// verify.c: `adjoint verify MODEL.xml` compares our engine with MuJoCo C (float64) at states sampled from
+// MuJoCo rollouts under random controls. See `adjoint verify --help`.
+#include <math.h>
+#include <mujoco/mujoco.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_common.h"
+#include "sim/sim_model.h"
+#include "tools/cli.h"
+#include "tools/verify.h"
+
+static const char* kUsage =
+    "usage: adjoint verify MODEL.xml [options]\n"
+    "Compares our engine with MuJoCo 3.12 C (float64) at states drawn from MuJoCo rollouts under random\n"
+    "controls (from the model's first keyframe if it has one).\n"
+    "  --states N          states to compare (default 64)\n"
+    "  --seed S            random seed (default 0)\n"
+    "  --precision P       float32 (default) or float64 (CPU only)\n"
+    "  --backend B         cpu (default) or cuda\n"
+    "  --no-contact        disable contacts in both engines\n"
+    "  --no-constraint     disable all constraints in both engines\n"
+    "  --no-grad           skip the gradient block\n"
+    "  --json              print exactly one JSON object on stdout (notes go to stderr)\n";
+
+typedef struct {
+  uint64_t s;
+} Rng;
+static uint64_t rng_next(Rng* r) {  // splitmix64
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double rng_uniform(Rng* r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+static double rng_normal(Rng* r) {
+  double u = rng_uniform(r), v = rng_uniform(r);
+  return sqrt(-2 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+typedef struct {
+  double median, max;
+} Stat;
+static Stat stats(double* v, int n) {
+  Stat s = {0, 0};
+  if (n <= 0) return s;
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  s.median = (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.max = v[n - 1];
+  for (int i = 0; i < n; i++)
+    if (isnan(v[i])) s.max = s.median = NAN;
+  return s;
+}
+
+static double relerr(const double* a, const double* ref, int n) {
+  double num = 0, den = 0;
+  for (int i = 0; i < n; i++) {
+    double d = a[i] - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return sqrt(num) / fmax(sqrt(den), 1e-12);
+}
+
+static double round_prec(double x, int f32) { return f32 ? (double)(float)x : x; }
+
+static int mj_data_bad(const mjData* d) {
+  return d->warning[mjWARN_BADQPOS].number || d->warning[mjWARN_BADQVEL].number ||
+         d->warning[mjWARN_BADQACC].number;
+}
+
+// random controls within ctrlrange (standard normal for unlimited actuators)
+static void random_ctrl(const mjModel* m, mjData* d, Rng* rng) {
+  for (int i = 0; i < m->nu; i++) {
+    if (m->actuator_ctrllimited[i]) {
+      double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
+      d->ctrl[i] = lo + (hi - lo) * rng_uniform(rng);
+    } else {
+      d->ctrl[i] = rng_normal(rng);
+    }
+  }
+}
+
+int verify_main(int argc, char** argv) {
+  const char* model = NULL;
+  int nstate = 64, f32 = 1, cuda = 0, json = 0, nocontact = 0, noconstraint = 0;
+  unsigned long long seed = 0;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--states")) {
+      if (cli_int(argc, argv, &i, 1, 1 << 20, &nstate)) return 2;
+    } else if (!strcmp(a, "--seed")) {
+      if (cli_u64(argc, argv, &i, &seed)) return 2;
+    } else if (!strcmp(a, "--precision")) {
+      const char* v = cli_value(argc, argv, &i);
+      if (!v || (strcmp(v, "float32") && strcmp(v, "float64"))) {
+        fprintf(stderr, "adjoint verify: --precision must be float32 or float64\n");
+        return 2;
+      }
+      f32 = !strcmp(v, "float32");
+    } else if (!strcmp(a, "--backend")) {
+      const char* v = cli_value(argc, argv, &i);
+      if (!v || (strcmp(v, "cpu") && strcmp(v, "cuda"))) {
+        fprintf(stderr, "adjoint verify: --backend must be cpu or cuda\n");
+        return 2;
+      }
+      cuda = !strcmp(v, "cuda");
+    } else if (!strcmp(a, "--no-contact")) {
+      nocontact = 1;
+    } else if (!strcmp(a, "--no-constraint")) {
+      noconstraint = 1;
+    } else if (!strcmp(a, "--no-grad")) {
+      // the gradient block is not built yet: nothing to skip
+    } else if (!strcmp(a, "--json")) {
+      json = 1;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "adjoint verify: unknown option '%s' (see --help)\n", a);
+      return 2;
+    } else if (!model) {
+      model = a;
+    } else {
+      fprintf(stderr, "adjoint verify: more than one model given ('%s', '%s')\n", model, a);
+      return 2;
+    }
+  }
+  if (!model) {
+    fputs(kUsage, stderr);
+    return 2;
+  }
+  if (cuda && !f32) {
+    fprintf(stderr, "adjoint verify: the CUDA backend is float32: use --precision float32\n");
+    return 2;
+  }
+
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  if (nocontact) opt.disable_add |= mjDSBL_CONTACT;
+  if (noconstraint) opt.disable_add |= mjDSBL_CONSTRAINT;
+  void* mjv = NULL;
+  char err[8192];
+  if (sim_load_mjcf(model, &opt, &mjv, err, sizeof(err))) {
+    fprintf(stderr, "adjoint verify: %s\n", err);
+    return 2;
+  }
+  mjModel* m = (mjModel*)mjv;
+  if (sim_check_model(m, err, sizeof(err))) {
+    fprintf(stderr, "adjoint verify: %s: unsupported model:\n%s", model, err);
+    sim_free_mjmodel(m);
+    return 2;
+  }
+  if (m->nsensor) fprintf(stderr, "note: %d sensors are not computed by this engine\n", (int)m->nsensor);
+
+  int nq = m->nq, nv = m->nv, nu = m->nu, n = nstate;
+  VerifyBatch b = {0};
+  b.n = n;
+  double* mem = (double*)calloc((size_t)n * (3 * nq + 6 * nv + nu), sizeof(double));
+  double *ref_qacc, *ref_qpos, *ref_qvel;
+  {
+    double* p = mem;
+    b.qpos = p, p += (size_t)n * nq;
+    b.qvel = p, p += (size_t)n * nv;
+    b.ctrl = p, p += (size_t)n * nu;
+    b.warm = p, p += (size_t)n * nv;
+    b.qacc = p, p += (size_t)n * nv;
+    b.qpos_next = p, p += (size_t)n * nq;
+    b.qvel_next = p, p += (size_t)n * nv;
+    ref_qacc = p, p += (size_t)n * nv;
+    ref_qpos = p, p += (size_t)n * nq;
+    ref_qvel = p;
+  }
+
+  // sample states from several rollouts, after a burn-in, controls redrawn every step
+  Rng rng = {seed * 0x2545F4914F6CDD1Dull + 1};
+  mjData* d = mj_makeData(m);
+  int nroll = n < 4 ? n : (n + 15) / 16 < 4 ? 4 : (n + 15) / 16;
+  int per = (n + nroll - 1) / nroll;
+  int stride = per >= 30 ? 10 : 300 / per;
+  int burn = 100, got = 0;
+  for (int r = 0; r < nroll && got < n; r++) {
+    mj_resetData(m, d);
+    if (m->nkey > 0) mj_resetDataKeyframe(m, d, 0);
+    if (nu == 0)  // no controls to randomize the rollouts: randomize the initial velocity instead
+      for (int i = 0; i < nv; i++) d->qvel[i] += 0.1 * rng_normal(&rng);
+    for (int t = 0; t < burn + per * stride && got < n; t++) {
+      random_ctrl(m, d, &rng);
+      if (t >= burn && (t - burn) % stride == 0 && !mj_data_bad(d)) {
+        for (int i = 0; i < nq; i++) b.qpos[got * nq + i] = round_prec(d->qpos[i], f32);
+        for (int i = 0; i < nv; i++) {
+          b.qvel[got * nv + i] = round_prec(d->qvel[i], f32);
+          b.warm[got * nv + i] = round_prec(d->qacc_warmstart[i], f32);
+        }
+        for (int i = 0; i < nu; i++) b.ctrl[got * nu + i] = round_prec(d->ctrl[i], f32);
+        got++;
+      }
+      mj_step(m, d);
+    }
+  }
+  n = b.n = got;
+
+  // reference: MuJoCo C float64 from each sampled state
+  for (int s = 0; s < n; s++) {
+    mj_resetData(m, d);
+    memcpy(d->qpos, b.qpos + s * nq, sizeof(double) * nq);
+    memcpy(d->qvel, b.qvel + s * nv, sizeof(double) * nv);
+    memcpy(d->ctrl, b.ctrl + s * nu, sizeof(double) * nu);
+    memcpy(d->qacc_warmstart, b.warm + s * nv, sizeof(double) * nv);
+    mj_forward(m, d);
+    memcpy(ref_qacc + s * nv, d->qacc, sizeof(double) * nv);
+    mj_step(m, d);
+    memcpy(ref_qpos + s * nq, d->qpos, sizeof(double) * nq);
+    memcpy(ref_qvel + s * nv, d->qvel, sizeof(double) * nv);
+  }
+  mj_deleteData(d);
+
+  int rc = f32 ? verify_engine_f32(m, &b, cuda, err, sizeof(err)) : verify_engine_f64(m, &b, cuda, err, sizeof(err));
+  if (rc) {
+    fprintf(stderr, "adjoint verify: %s: %s\n", model, err);
+    free(mem);
+    sim_free_mjmodel(m);
+    return 2;
+  }
+
+  // per-state relative errors; quaternions compared after sign alignment
+  double* e = (double*)malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
+  for (int s = 0; s < n; s++) {
+    double* q = b.qpos_next + s * nq;
+    const double* qr = ref_qpos + s * nq;
+    for (int j = 0; j < m->njnt; j++) {
+      int t = m->jnt_type[j];
+      if (t != mjJNT_FREE && t != mjJNT_BALL) continue;
+      int a = m->jnt_qposadr[j] + (t == mjJNT_FREE ? 3 : 0);
+      double dot = q[a] * qr[a] + q[a + 1] * qr[a + 1] + q[a + 2] * qr[a + 2] + q[a + 3] * qr[a + 3];
+      if (dot < 0)
+        for (int k = 0; k < 4; k++) q[a + k] = -q[a + k];
+    }
+    e[s] = relerr(b.qacc + s * nv, ref_qacc + s * nv, nv);
+    e[n + s] = relerr(q, qr, nq);
+    e[2 * n + s] = relerr(b.qvel_next + s * nv, ref_qvel + s * nv, nv);
+  }
+  Stat sa = stats(e, n), sp = stats(e + n, n), sv = stats(e + 2 * n, n);
+  const char* prec = f32 ? "float32" : "float64";
+  const char* be = cuda ? "cuda" : "cpu";
+  if (json) {
+    printf("{\"model\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", \"states\": %d, "
+           "\"model_info\": {\"nq\": %d, \"nv\": %d, \"nu\": %d, \"ngeom\": %d, \"npair\": %d}, "
+           "\"forward\": {\"qacc\": {\"median\": %.6e, \"max\": %.6e}, \"qpos_next\": {\"median\": %.6e, \"max\": %.6e}, "
+           "\"qvel_next\": {\"median\": %.6e, \"max\": %.6e}}}\n",
+           model, prec, be, n, nq, nv, nu, (int)m->ngeom, (int)m->npair, sa.median, sa.max, sp.median, sp.max,
+           sv.median, sv.max);
+  } else {
+    printf("adjoint verify: %s  (precision %s, backend %s, %d states, seed %llu)\n", model, prec, be, n, seed);
+    printf("model: nq %d  nv %d  nu %d  ngeom %d  npair %d\n", nq, nv, nu, (int)m->ngeom, (int)m->npair);
+    printf("relative error vs MuJoCo 3.12 C float64, per state: |ours - ref| / max(|ref|, 1e-12)\n");
+    printf("  %-12s %12s %12s\n", "quantity", "median", "max");
+    printf("  %-12s %12.3e %12.3e\n", "qacc", sa.median, sa.max);
+    printf("  %-12s %12.3e %12.3e\n", "qpos_next", sp.median, sp.max);
+    printf("  %-12s %12.3e %12.3e\n", "qvel_next", sv.median, sv.max);
+  }
+  free(e);
+  free(mem);
+  sim_free_mjmodel(m);
+  return 0;
+}

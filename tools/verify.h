@@ -1,0 +1,20 @@
+// verify.h: `adjoint verify`: conformance of our engine against MuJoCo C (float64) on sampled states.
+#ifndef ADJ_VERIFY_H
+#define ADJ_VERIFY_H
+#include <stddef.h>
+
+// a batch of states (inputs) and our engine's results (outputs), all float64, world-major
+typedef struct VerifyBatch {
+  int n;                          // states
+  double *qpos, *qvel, *ctrl;     // (n, nq), (n, nv), (n, nu)
+  double* warm;                   // (n, nv) qacc_warmstart
+  double* qacc;                   // (n, nv) out: qacc at the state
+  double *qpos_next, *qvel_next;  // (n, nq), (n, nv) out: after one step
+} VerifyBatch;
+
+int verify_engine_f64(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);
+int verify_engine_f32(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);
+
+int verify_main(int argc, char** argv);
+
+#endif

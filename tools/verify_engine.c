@@ -1,0 +1,75 @@
+// verify_engine.c: runs our engine (one precision, CPU or CUDA backend) on a batch of states given in
+// float64, for `adjoint verify`. Compiled once per precision (verify_engine_f64 / _f32).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "tools/verify.h"
+#if defined(ADJ_HAVE_CUDA) && !defined(SIM_DOUBLE)
+#include "sim/cuda/sim_cuda.h"
+#endif
+
+#define verify_engine SIM_SFX(verify_engine)
+
+static void load_states(const SimModel* m, SimData* d, const VerifyBatch* b) {
+  for (int w = 0; w < b->n; w++) {
+    for (int i = 0; i < m->nq; i++) d->qpos[w * m->nq + i] = (sim_real)b->qpos[w * m->nq + i];
+    for (int i = 0; i < m->nv; i++) {
+      d->qvel[w * m->nv + i] = (sim_real)b->qvel[w * m->nv + i];
+      d->qacc_warmstart[w * m->nv + i] = (sim_real)b->warm[w * m->nv + i];
+      d->qfrc_applied[w * m->nv + i] = 0;
+    }
+    for (int i = 0; i < m->nu; i++) d->ctrl[w * m->nu + i] = (sim_real)b->ctrl[w * m->nu + i];
+    d->time[w] = 0;
+  }
+}
+
+// backend: 0 cpu, 1 cuda. Returns 0 or an error code with a message in err.
+int verify_engine(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen) {
+  SimModel* m = NULL;
+  SimData* d = NULL;
+  int rc = sim_model_import(mjmodel, &m, err, errlen);
+  if (rc) return rc;
+  rc = sim_data_create(m, b->n, &d);
+  if (rc) {
+    snprintf(err, errlen, "cannot allocate %d worlds", b->n);
+    sim_model_free(m);
+    return rc;
+  }
+  load_states(m, d, b);
+  if (backend == 0) {
+    sim_forward(m, d);
+    for (size_t k = 0; k < (size_t)b->n * m->nv; k++) b->qacc[k] = d->qacc[k];
+    load_states(m, d, b);
+    sim_step(m, d);
+  } else {
+#if defined(ADJ_HAVE_CUDA) && !defined(SIM_DOUBLE)
+    SimCuda* g = NULL;
+    rc = simcuda_create(m, b->n, &g);
+    if (!rc) rc = simcuda_upload(g, d);
+    if (!rc) rc = simcuda_forward(g);
+    if (!rc) rc = simcuda_download(g, d);
+    if (!rc) {
+      for (size_t k = 0; k < (size_t)b->n * m->nv; k++) b->qacc[k] = d->qacc[k];
+      load_states(m, d, b);
+      rc = simcuda_upload(g, d);
+    }
+    if (!rc) rc = simcuda_step(g);
+    if (!rc) rc = simcuda_download(g, d);
+    simcuda_free(g);
+    if (rc) snprintf(err, errlen, "CUDA backend failed: %s", simcuda_last_error());
+#else
+    snprintf(err, errlen, "the CUDA backend is %s", SIM_EPS_REAL < 1e-10 ? "float32 only (use --precision float32)"
+                                                                        : "not built (no nvcc at build time)");
+    rc = SIM_ERR_ARG;
+#endif
+  }
+  if (!rc) {
+    for (size_t k = 0; k < (size_t)b->n * m->nq; k++) b->qpos_next[k] = d->qpos[k];
+    for (size_t k = 0; k < (size_t)b->n * m->nv; k++) b->qvel_next[k] = d->qvel[k];
+  }
+  sim_data_free(d);
+  sim_model_free(m);
+  return rc;
+}
