@@ -20,6 +20,10 @@ extern "C" {
 #define sim_step SIM_SFX(sim_step)
 #define sim_run_stage SIM_SFX(sim_run_stage)
 #define sim_poison SIM_SFX(sim_poison)
+#define sim_collision_sizes SIM_SFX(sim_collision_sizes)
+#define sim_collision_fill SIM_SFX(sim_collision_fill)
+#define sim_constraint_sizes SIM_SFX(sim_constraint_sizes)
+#define sim_constraint_fill SIM_SFX(sim_constraint_fill)
 
 // Builds a SimModel from a compiled mjModel (refuses unsupported models with the sim_check_model message).
 int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errlen);
@@ -38,6 +42,12 @@ void sim_run_stage(const SimModel* m, SimData* d, int stage);
 // Full forward dynamics (qacc at the current state) and one physics step, for every world.
 void sim_forward(const SimModel* m, SimData* d);
 void sim_step(const SimModel* m, SimData* d);
+
+// Import hooks of the collision and constraint stages (sim_*_import.c): sizes before allocation, arrays after.
+void sim_collision_sizes(const void* mjmodel, SimModel* m);
+void sim_collision_fill(const void* mjmodel, SimModel* m);
+void sim_constraint_sizes(const void* mjmodel, SimModel* m);
+void sim_constraint_fill(const void* mjmodel, SimModel* m);
 
 // Fills every intermediate (non-state) field with NaN: a stage that fails to write an element shows.
 void sim_poison(const SimModel* m, SimData* d);

@@ -6,6 +6,8 @@
 #include "sim_velocity.c"
 #include "sim_actuation.c"
 #include "sim_integrate.c"
+#include "sim_collision.c"
+#include "sim_constraint.c"
 
 SIM_FN int sim_isbad(sim_real x) { return !(x == x) || x > (sim_real)SIM_MAXVAL || x < -(sim_real)SIM_MAXVAL; }
 
@@ -22,15 +24,6 @@ SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, i
   SIM_SYNC();
 }
 
-// constraint stage; the solver lands with contacts (see sim_check_model). Without rows qacc = qacc_smooth.
-SIM_FN void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  for (int i = lane; i < m->nv; i += nlane) {
-    d->qfrc_constraint[i] = 0;
-    d->qacc[i] = d->qacc_smooth[i];
-  }
-  SIM_SYNC();
-}
-
 SIM_FN void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane, int nlane) {
   switch (stage) {
     case SIM_STAGE_KINEMATICS: sim_kinematics(m, d, lane, nlane); break;
@@ -42,6 +35,7 @@ SIM_FN void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane,
       SIM_SYNC();
       sim_factorI(m, d->qLD, d->qLDiagInv, lane, nlane);
       break;
+    case SIM_STAGE_COLLISION: sim_collision(m, d, lane, nlane); break;
     case SIM_STAGE_VELOCITY:
       sim_tendon_actuator_velocity(m, d, lane, nlane);
       sim_comVel(m, d, lane, nlane);

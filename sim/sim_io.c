@@ -90,6 +90,8 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
     if (depth[i] + 1 > nlevel) nlevel = depth[i] + 1;
   }
   m->nlevel = nlevel;
+  sim_collision_sizes(mj, m);
+  sim_constraint_sizes(mj, m);
   if (model_alloc(m)) {
     free(depth);
     free(m);
@@ -276,6 +278,9 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
   copy_real(m->key_qpos, mj->key_qpos, (size_t)mj->nkey * mj->nq);
   copy_real(m->key_qvel, mj->key_qvel, (size_t)mj->nkey * mj->nv);
   copy_real(m->key_ctrl, mj->key_ctrl, (size_t)mj->nkey * mj->nu);
+
+  sim_collision_fill(mj, m);
+  sim_constraint_fill(mj, m);
 
   *out = m;
   return SIM_OK;

@@ -11,6 +11,8 @@
 #define ADJ_SIM_MODEL_H
 
 #include "sim_port.h"
+#include "sim_collision.h"
+#include "sim_constraint.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,6 +47,7 @@ enum {
   SIM_STAGE_TENDON,          // ten_length, actuator_length
   SIM_STAGE_CRB,             // crb, M
   SIM_STAGE_FACTOR,          // qLD, qLDiagInv
+  SIM_STAGE_COLLISION,       // ncon, contact_*
   SIM_STAGE_VELOCITY,        // ten_velocity, actuator_velocity, cvel, cdof_dot
   SIM_STAGE_PASSIVE,         // qfrc_spring, qfrc_damper, qfrc_passive
   SIM_STAGE_RNE,             // qfrc_bias
@@ -70,7 +73,9 @@ enum {
   X(nlevel, "depths of the kinematic tree (world = level 0)")              \
   X(nchild, "entries of the body child lists")                             \
   X(nkey, "keyframes")                                                     \
-  X(one, "always 1 (for per-model scalars stored as arrays)")
+  X(one, "always 1 (for per-model scalars stored as arrays)")                 \
+  SIM_MODEL_SIZES_COLLISION                                                \
+  SIM_MODEL_SIZES_CONSTRAINT
 
 // ---- model arrays: X(type, name, count, width) ----
 #define SIM_MODEL_FIELDS                                                                           \
@@ -186,7 +191,9 @@ enum {
   /* keyframes */                                                                                  \
   X(sim_real, key_qpos, nkey, m->nq)                                                                  \
   X(sim_real, key_qvel, nkey, m->nv)                                                                  \
-  X(sim_real, key_ctrl, nkey, m->nu)
+  X(sim_real, key_ctrl, nkey, m->nu)                                                              \
+  SIM_MODEL_FIELDS_COLLISION                                                                       \
+  SIM_MODEL_FIELDS_CONSTRAINT
 
 // ---- per-world state and intermediates: X(type, name, count, width), each world-major ----
 #define SIM_DATA_FIELDS                                                                            \
@@ -245,7 +252,9 @@ enum {
   /* scratch */                                                                                    \
   X(sim_real, scratch_body6, nbody, 12) /* rne: cacc, cfrc */                                      \
   /* counters */                                                                                   \
-  X(int, nan_count, one, 1)           /* resets of this world after a non-finite state */
+  X(int, nan_count, one, 1)           /* resets of this world after a non-finite state */          \
+  SIM_DATA_FIELDS_COLLISION                                                                        \
+  SIM_DATA_FIELDS_CONSTRAINT
 
 typedef struct SIM_SFX(SimModel) {
 #define X(name, what) int name;
