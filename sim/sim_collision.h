@@ -17,6 +17,13 @@
   X(sim_real, contact_dist, nconmax, 1)                                                            \
   X(sim_real, contact_pos, nconmax, 3)                                                             \
   X(sim_real, contact_frame, nconmax, 9) /* rows: normal, tangent1, tangent2 */                    \
-  X(int, contact_geom, nconmax, 2)
+  X(int, contact_geom, nconmax, 2)    /* geom ids, g1 -> g2 (normal points from g1 to g2) */        \
+  X(int, contact_dim, nconmax, 1)     /* condim (1 or 3) */                                        \
+  X(int, contact_exclude, nconmax, 1) /* 0 include; 1 in gap (dist >= margin): no rows */          \
+  X(sim_real, contact_friction, nconmax, 5)                                                        \
+  X(sim_real, contact_solref, nconmax, 2)                                                          \
+  X(sim_real, contact_solreffriction, nconmax, 2)                                                  \
+  X(sim_real, contact_solimp, nconmax, 5)                                                          \
+  X(sim_real, contact_includemargin, nconmax, 1) /* margin: rows see dist - includemargin */
 
 #endif
