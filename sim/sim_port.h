@@ -18,8 +18,12 @@
 
 #ifdef __CUDACC__
 #define SIM_FN static inline __host__ __device__
-#define SIM_SYNC() __syncwarp()
 #define SIM_RESTRICT __restrict__
+#ifdef __CUDA_ARCH__
+#define SIM_SYNC() __syncwarp()
+#else
+#define SIM_SYNC() ((void)0)
+#endif
 #else
 #define SIM_FN static inline
 #define SIM_SYNC() ((void)0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sim/sim_forward.c"
+#include "sim/sim_common.h"
 #include "sim/cuda/sim_cuda.h"
 
 #define WARPS_PER_BLOCK 4
