@@ -4,7 +4,8 @@
 // SHAC's actor and critic use act = ELU and layer_norm = 1 (Linear → ELU → LayerNorm).
 //
 // Parameters live in one contiguous vector, layer after layer:
-//   W (out, in) row-major, b (out), then, for hidden layers with LayerNorm, gamma (out), beta (out).
+//   W (out, in) row-major, b (out), then, for hidden layers with LayerNorm, gamma (out), beta (out);
+//   each tensor starts at a multiple of 4 elements (zero padding between; nn_layer_offsets gives the offsets).
 // The GPU library uses the same layout, so parameter vectors move between the two unchanged.
 //
 // Initialization (nn_mlp_init) is PyTorch's nn.Linear default: kaiming_uniform_(a=sqrt(5)) for W, which is

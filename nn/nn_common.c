@@ -15,6 +15,10 @@ int nn_config_check(const NnConfig* c) {
   return NN_OK;
 }
 
+// Each tensor starts at a multiple of 4 elements (16 bytes for float32), as cuBLASLt's vectorized kernels want;
+// the padding elements stay zero (zero gradient).
+#define NN_ALIGN4(n) (((n) + 3) & ~(int64_t)3)
+
 int nn_layer_count(const NnConfig* c) { return c->n_hidden + 1; }
 
 int nn_layer_offsets(const NnConfig* c, int layer, NnLayerOffsets* o) {
@@ -25,10 +29,10 @@ int nn_layer_offsets(const NnConfig* c, int layer, NnLayerOffsets* o) {
     int out = l == c->n_hidden ? c->out_dim : c->hidden[l];
     int ln = l < c->n_hidden && c->layer_norm;
     o->in = in, o->out = out;
-    o->w = off, off += (int64_t)in * out;
-    o->b = off, off += out;
-    o->gamma = ln ? off : -1, off += ln ? out : 0;
-    o->beta = ln ? off : -1, off += ln ? out : 0;
+    o->w = off, off += NN_ALIGN4((int64_t)in * out);
+    o->b = off, off += NN_ALIGN4(out);
+    o->gamma = ln ? off : -1, off += ln ? NN_ALIGN4(out) : 0;
+    o->beta = ln ? off : -1, off += ln ? NN_ALIGN4(out) : 0;
   }
   return NN_OK;
 }
@@ -36,7 +40,7 @@ int nn_layer_offsets(const NnConfig* c, int layer, NnLayerOffsets* o) {
 int64_t nn_param_count(const NnConfig* c) {
   NnLayerOffsets o;
   if (nn_config_check(c) || nn_layer_offsets(c, c->n_hidden, &o)) return 0;
-  return o.b + o.out;
+  return o.gamma >= 0 ? o.beta + NN_ALIGN4(o.out) : o.b + NN_ALIGN4(o.out);
 }
 
 int nn_max_width(const NnConfig* c) {

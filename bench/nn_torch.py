@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""PyTorch side of `adjoint bench nn`: the same networks, sizes, precision and timing as nn/nn_bench.cu.
+
+Networks (SHAC): actor 160->[512,256,128]->29 and critic 286->[512,256,128]->1, hidden layers
+Linear -> ELU -> LayerNorm, output Linear. Train step: forward, MSE loss against a fixed target, backward (no
+input gradient), torch.optim.Adam(fused=True) step. Forward alone: torch.no_grad() forward.
+Modes: "eager" (plain PyTorch) and "graph" (the whole step captured once with torch.cuda.graph and replayed;
+Adam capturable=True). Timing: CUDA events around each iteration after warm-up, median.
+Precision: fp32 with torch.backends.cuda.matmul.allow_tf32 = False (and cudnn), then both True.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+NETS = {"actor": (160, [512, 256, 128], 29), "critic": (286, [512, 256, 128], 1)}
+
+
+def make_net(inp, hidden, out):
+    layers, d = [], inp
+    for h in hidden:
+        layers += [nn.Linear(d, h), nn.ELU(), nn.LayerNorm(h)]
+        d = h
+    layers.append(nn.Linear(d, out))
+    return nn.Sequential(*layers).cuda()
+
+
+def fill(shape, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.rand(shape, device="cuda", generator=g) * 2 - 1
+
+
+def time_fn(fn, iters):
+    warm = iters // 5 + 3
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    v = []
+    for i in range(warm + iters):
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        if i >= warm:
+            v.append(e0.elapsed_time(e1))
+    return statistics.median(v)
+
+
+def bench(name, batch, iters):
+    inp, hidden, out = NETS[name]
+    x, t = fill((batch, inp), 11), fill((batch, out), 12)
+    res = {}
+    # eager
+    net = make_net(inp, hidden, out)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-4, fused=True)
+
+    def train():
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(net(x), t)
+        loss.backward()
+        opt.step()
+
+    def fwd():
+        with torch.no_grad():
+            net(x)
+
+    for _ in range(3):
+        train()
+    res["train_eager_ms"] = time_fn(train, iters)
+    res["fwd_eager_ms"] = time_fn(fwd, iters)
+    # CUDA graph of the whole step
+    net = make_net(inp, hidden, out)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-4, fused=True, capturable=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.mse_loss(net(x), t).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(g):
+        F.mse_loss(net(x), t).backward()
+        opt.step()
+    gf = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gf):
+        with torch.no_grad():
+            net(x)
+    res["train_graph_ms"] = time_fn(g.replay, iters)
+    res["fwd_graph_ms"] = time_fn(gf.replay, iters)
+    del g, gf, net, opt
+    torch.cuda.empty_cache()
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, action="append")
+    ap.add_argument("--json")
+    ap.add_argument("--iters", type=int, default=0)
+    a = ap.parse_args()
+    batches = a.batch or [4096, 65536, 262144]
+    js = open(a.json, "w") if a.json else None
+    print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name()}; median of timed iterations, CUDA events")
+    print(f"{'net':7} {'prec':5} {'batch':>7}  {'train graph':>12} {'train eager':>12}  {'fwd graph':>12} {'fwd eager':>12}")
+    for name in NETS:
+        for prec in ("fp32", "tf32"):
+            tf = prec == "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = tf
+            torch.backends.cudnn.allow_tf32 = tf
+            for b in batches:
+                it = a.iters or (200 if b <= 8192 else (60 if b <= 65536 else 25))
+                r = bench(name, b, it)
+                print(f"{name:7} {prec:5} {b:7d}  {r['train_graph_ms']:9.3f} ms {r['train_eager_ms']:9.3f} ms  "
+                      f"{r['fwd_graph_ms']:9.3f} ms {r['fwd_eager_ms']:9.3f} ms", flush=True)
+                if js:
+                    js.write(json.dumps(dict(impl="torch", kind="time", net=name, precision=prec, batch=b, **r)) + "\n")
+    if js:
+        js.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
