@@ -5,10 +5,13 @@
 #include "tools/verify.h"
 #include "nn/nn_bench.h"
 
+int bench_sim_main(int argc, char** argv);
+
 static const char* kUsage =
     "usage: adjoint COMMAND [args]\n"
     "  verify MODEL.xml [options]   compare the engine with MuJoCo 3.12 C (float64)\n"
     "  bench nn [options]           MLP library benchmark (GPU)\n"
+    "  bench sim MODEL.xml [opts]   physics steps/s, CUDA beside MuJoCo C\n"
     "  help                         this message\n"
     "Run 'adjoint COMMAND --help' for a command's options.\n";
 
@@ -21,7 +24,8 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "verify")) return verify_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "bench")) {
     if (argc >= 3 && !strcmp(argv[2], "nn")) return nn_bench_main(argc - 2, argv + 2);
-    fprintf(stderr, "adjoint bench: unknown benchmark '%s' (available: nn)\n", argc >= 3 ? argv[2] : "");
+    if (argc >= 3 && !strcmp(argv[2], "sim")) return bench_sim_main(argc - 2, argv + 2);
+    fprintf(stderr, "adjoint bench: unknown benchmark '%s' (available: nn, sim)\n", argc >= 3 ? argv[2] : "");
     return 2;
   }
   fprintf(stderr, "adjoint: unknown command '%s'\n%s", cmd, kUsage);

@@ -161,3 +161,30 @@ extern "C" int simcuda_sync(SimCuda* g) {
 
 extern "C" const SimModel* simcuda_model(const SimCuda* g) { return g->dm; }
 extern "C" SimData* simcuda_data(SimCuda* g) { return g->dd; }
+
+static int cmp_float(const void* a, const void* b) {
+  float x = *(const float*)a, y = *(const float*)b;
+  return (x > y) - (x < y);
+}
+
+// median over nrep repetitions of the time of nstep consecutive steps (CUDA events), after one warm-up
+extern "C" int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step) {
+  cudaEvent_t a, b;
+  CU_CHECK(cudaEventCreate(&a));
+  CU_CHECK(cudaEventCreate(&b));
+  float* t = (float*)malloc(sizeof(float) * (size_t)nrep);
+  for (int r = -1; r < nrep; r++) {
+    CU_CHECK(cudaEventRecord(a));
+    for (int k = 0; k < nstep; k++) k_step<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd);
+    CU_CHECK(cudaGetLastError());
+    CU_CHECK(cudaEventRecord(b));
+    CU_CHECK(cudaEventSynchronize(b));
+    if (r >= 0) CU_CHECK(cudaEventElapsedTime(&t[r], a, b));
+  }
+  qsort(t, (size_t)nrep, sizeof(float), cmp_float);
+  *ms_per_step = (double)t[nrep / 2] / nstep;
+  free(t);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return SIM_OK;
+}

@@ -27,6 +27,9 @@ int simcuda_step(SimCuda* g);              // mj_step for every world
 int simcuda_stage(SimCuda* g, int stage);  // one SIM_STAGE_* for every world
 int simcuda_sync(SimCuda* g);
 
+// median over nrep of the time of nstep consecutive steps (CUDA events, after one warm-up), per step in ms
+int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step);
+
 // device pointers (for code that fuses work with the engine, e.g. the trainer)
 const SimModel_f32* simcuda_model(const SimCuda* g);
 SimData_f32* simcuda_data(SimCuda* g);
