@@ -3,7 +3,7 @@
 # flags, so that the rest of the tree need not build), run the nn_* tests (GPU ones included; the determinism
 # test twice, comparing the state hashes of the two processes), then `nn_bench --all` and bench/nn_torch.py,
 # and print the joined table for bench/RESULTS.md.
-#   usage: bench/nn_bench.sh [OUTDIR]      (from the repository root)
+#   usage: bench/nn_bench.sh [OUTDIR [profile]]      (from the repository root)
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-/tmp/nn_bench_out}
@@ -32,6 +32,9 @@ EOF
 build=$repo/build-nn-bench
 cmake -S "$top" -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/cmake.log" || { cat "$out/cmake.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+if [ "${2:-}" = profile ]; then  # per-GEMM candidate timings (development aid)
+  "$build/nn/nn_bench" --profile > "$out/profile.txt"; grep -E "==|elementwise" "$out/profile.txt"; exit 0
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 ctest --test-dir "$build" -R nn_ --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -12
 "$build/nn/nn_cuda_vs_cpu" | tail -12

@@ -12,6 +12,8 @@
 #include "nn/nn_bench.h"
 #include "nn/nn_cuda.h"
 
+extern "C" int nn_cuda_profile(const NnConfig* cfg, int B, int tf32, FILE* f);  // nn_cuda.cu
+
 #define BCK(x)                                                                             \
   do {                                                                                     \
     int _r = (x);                                                                          \
@@ -159,6 +161,7 @@ static int tf32_accuracy(const Net* net, int B, cudaStream_t s, FILE* js) {
   }
   size_t ny = (size_t)B * net->cfg.out_dim, np = (size_t)nn_cuda_mlp_param_count(c[0].m);
   float* h = (float*)malloc(4 * (2 * ny + 2 * np));
+  BCU(cudaStreamSynchronize(s));  // s does not synchronize with the legacy stream of cudaMemcpy
   BCU(cudaMemcpy(h, c[0].y, 4 * ny, cudaMemcpyDeviceToHost));
   BCU(cudaMemcpy(h + ny, c[1].y, 4 * ny, cudaMemcpyDeviceToHost));
   BCK(nn_cuda_mlp_get_grads(c[0].m, h + 2 * ny));
@@ -179,6 +182,12 @@ int nn_bench_main(int argc, char** argv) {
   const char* json = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--all")) continue;
+    else if (!strcmp(argv[i], "--profile")) {
+      Net ps[2] = {net_actor(), net_critic()};
+      int pb[2] = {4096, 65536};
+      for (int k = 0; k < 8; k++) BCK(nn_cuda_profile(&ps[k / 4].cfg, pb[k % 2], (k / 2) % 2, stdout));
+      return 0;
+    }
     else if (!strcmp(argv[i], "--batch") && i + 1 < argc && nb < 8) batches[nb++] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--net") && i + 1 < argc) ++i, nets = !strcmp(argv[i], "actor") ? 1 : 2;
     else if (!strcmp(argv[i], "--tf32") && i + 1 < argc) precs = atoi(argv[++i]) ? 2 : 1;

@@ -967,3 +967,156 @@ extern "C" int nn_cuda_norm_upload(NnCudaNorm* n, double count, const double* me
   CK(cudaStreamSynchronize(n->stream));
   return NN_OK;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Profiling aid (nn_bench --profile): times every heuristic candidate of each GEMM of a network, with split-K
+// reductions disallowed and allowed, and the elementwise kernels. Not used by the library itself.
+// ---------------------------------------------------------------------------------------------------------
+__global__ void k_prof_fill(float* p, long long n) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = (float)((i * 2654435761ull) % 1000) * 1e-3f - 0.5f;
+}
+
+static float prof_time(cudaStream_t s, int reps, int (*fn)(void*), void* arg) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a), cudaEventCreate(&b);
+  for (int i = 0; i < 3; i++) fn(arg);
+  cudaEventRecord(a, s);
+  for (int i = 0; i < reps; i++) fn(arg);
+  cudaEventRecord(b, s);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a), cudaEventDestroy(b);
+  return ms / reps;
+}
+
+typedef struct {
+  NnCudaMlp* M;
+  NnGemm* g;
+  const float *A, *B;
+  float* C;
+  const float* bias;
+  int ok;
+} ProfArg;
+
+static int prof_gemm_fn(void* p) {
+  ProfArg* a = (ProfArg*)p;
+  a->ok |= gemm_run(a->M, a->g, a->A, a->B, a->C, a->bias);
+  return 0;
+}
+
+// all heuristic candidates of one GEMM; prints the heuristic's first and the fastest
+static void prof_gemm(NnCudaMlp* M, FILE* f, const char* label, int ta, int tb, int m, int n, int k, int lda, int ldb,
+                      int ldc, int count, long long sa, long long sb, long long sc, cublasLtEpilogue_t epi,
+                      const float* A, const float* Bm, float* C, const float* bias) {
+  for (int allow = 0; allow < 2; allow++) {
+    NnGemm g;
+    if (gemm_plan(M, &g, ta, tb, m, n, k, lda, ldb, ldc, count, sa, sb, sc, epi)) {
+      fprintf(f, "%s: plan failed\n", label);
+      return;
+    }
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    uint64_t wsz = NN_LT_WORKSPACE;
+    uint32_t red = allow ? (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK : (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz));
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof(red));
+    cublasLtMatmulHeuristicResult_t res[16];
+    int found = 0;
+    cublasLtMatmulAlgoGetHeuristic(M->lt, g.desc, g.la, g.lb, g.lc, g.lc, pref, 16, res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    float t0 = 0, best = 1e30f;
+    int bi = -1, bsk = 0, bred = 0;
+    for (int i = 0; i < found; i++) {
+      g.algo = res[i].algo, g.ws = res[i].workspaceSize;
+      ProfArg pa = {M, &g, A, Bm, C, bias, 0};
+      float t = prof_time(M->stream, 10, prof_gemm_fn, &pa);
+      if (pa.ok || cudaGetLastError() != cudaSuccess) continue;
+      int sk = 0;
+      uint32_t rs = 0;
+      size_t w;
+      cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk, sizeof(sk), &w);
+      cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &rs, sizeof(rs), &w);
+      if (i == 0) t0 = t;
+      if (t < best) best = t, bi = i, bsk = sk, bred = (int)rs;
+    }
+    double fl = 2.0 * m * n * (double)k * count;
+    fprintf(f, "%-26s %s m%5d n%6d k%6d x%-3d cand %2d  first %8.4f ms (%5.1f TF)  best #%d %8.4f ms (%5.1f TF) splitk %d red %d\n",
+            label, allow ? "red-any " : "red-none", m, n, k, count, found, t0, fl / t0 * 1e-9, bi, best,
+            fl / best * 1e-9, bsk, bred);
+    gemm_free(&g);
+  }
+}
+
+typedef struct {
+  NnCudaMlp* M;
+  int l, B, bwd;
+} ProfEw;
+
+static int prof_ew_fn(void* p) {
+  ProfEw* e = (ProfEw*)p;
+  NnCudaMlp* M = e->M;
+  const NnLayerOffsets* o = &M->lay[e->l];
+  int h = o->out;
+  if (!e->bwd)
+    launch_hidden_fwd<true>(npl_for(h), nblocks(e->B, 8), M->stream, M->z[e->l], M->y[e->l], M->mean[e->l],
+                            M->rstd[e->l], M->params + o->gamma, M->params + o->beta, e->B, h, M->cfg.act, M->ln_eps);
+  else
+    layer_bwd(M, e->B, h, 1, M->cfg.act, 1.f, M->g0, M->z[e->l], M->mean[e->l], M->rstd[e->l], M->params + o->gamma,
+              M->g1, o->b, o->gamma, o->beta);
+  return 0;
+}
+
+extern "C" int nn_cuda_profile(const NnConfig* cfg, int B, int tf32, FILE* f) {
+  NnCudaMlp* M;
+  int r = nn_cuda_mlp_create(&M, cfg, B, tf32, NULL);
+  if (r) return r;
+  nn_cuda_mlp_init(M, 1);
+  float* x;
+  CK(cudaMalloc(&x, 4 * (size_t)B * cfg->in_dim));
+  size_t maxw = 0;
+  for (int l = 0; l < M->n_layers; l++) maxw = (size_t)M->lay[l].out > maxw ? (size_t)M->lay[l].out : maxw;
+  k_prof_fill<<<nblocks((long long)B * cfg->in_dim, 256), 256>>>(x, (long long)B * cfg->in_dim);
+  k_prof_fill<<<nblocks((long long)B * maxw, 256), 256>>>(M->g0, (long long)B * maxw);
+  for (int l = 0; l < M->n_layers; l++) {
+    k_prof_fill<<<nblocks((long long)B * M->lay[l].out, 256), 256>>>(M->z[l], (long long)B * M->lay[l].out);
+    if (l < cfg->n_hidden)
+      k_prof_fill<<<nblocks((long long)B * M->lay[l].out, 256), 256>>>(M->y[l], (long long)B * M->lay[l].out);
+  }
+  CK(cudaDeviceSynchronize());
+  fprintf(f, "== profile in %d out %d B %d %s\n", cfg->in_dim, cfg->out_dim, B, tf32 ? "tf32" : "fp32");
+  for (int l = 0; l < M->n_layers; l++) {
+    int in = M->lay[l].in, o = M->lay[l].out;
+    const float* xin = l == 0 ? x : M->y[l - 1];
+    char lab[64];
+    snprintf(lab, sizeof lab, "L%d fwd %dx%d", l, o, in);
+    prof_gemm(M, f, lab, 1, 0, o, B, in, in, in, o, 1, 0, 0, 0, CUBLASLT_EPILOGUE_BIAS, M->params + M->lay[l].w, xin,
+              M->z[l], M->params + M->lay[l].b);
+    if (l > 0) {
+      snprintf(lab, sizeof lab, "L%d dgrad", l);
+      prof_gemm(M, f, lab, 0, 0, in, B, o, in, o, in, 1, 0, 0, 0, CUBLASLT_EPILOGUE_DEFAULT, M->params + M->lay[l].w,
+                M->g0, M->g1, NULL);
+    }
+    for (int S = 1; S <= 64; S *= 2) {
+      if (B % S || B / S < 128 || (size_t)S * in * o > M->split_ws_elems) continue;
+      int c = B / S;
+      snprintf(lab, sizeof lab, "L%d wgrad S=%d%s", l, S, S == split_for(in, o, B) ? "*" : "");
+      prof_gemm(M, f, lab, 0, 1, in, o, c, in, o, in, S, (long long)c * in, (long long)c * o, (long long)in * o,
+                CUBLASLT_EPILOGUE_DEFAULT, xin, M->g0, M->split_ws, NULL);
+    }
+    if (l < cfg->n_hidden) {
+      ProfEw e = {M, l, B, 0};
+      float tf = prof_time(M->stream, 10, prof_ew_fn, &e);
+      e.bwd = 1;
+      float tb = prof_time(M->stream, 10, prof_ew_fn, &e);
+      double mb = 4.0 * B * o * 1e-6;
+      fprintf(f, "L%d elementwise h=%d: fwd %.4f ms (%.0f GB/s for 2 passes)  bwd+colsum %.4f ms (%.0f GB/s for 3 passes)\n",
+              l, o, tf, 2 * mb / tf, tb, 3 * mb / tb);
+    }
+  }
+  cudaFree(x);
+  nn_cuda_mlp_destroy(M);
+  CK(cudaDeviceSynchronize());
+  return NN_OK;
+}
