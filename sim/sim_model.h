@@ -13,6 +13,7 @@
 #include "sim_port.h"
 #include "sim_collision.h"
 #include "sim_constraint.h"
+#include "sim_adjoint_fields.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,7 +76,8 @@ enum {
   X(nkey, "keyframes")                                                     \
   X(one, "always 1 (for per-model scalars stored as arrays)")                 \
   SIM_MODEL_SIZES_COLLISION                                                \
-  SIM_MODEL_SIZES_CONSTRAINT
+  SIM_MODEL_SIZES_CONSTRAINT                                               \
+  SIM_MODEL_SIZES_ADJOINT
 
 // ---- model arrays: X(type, name, count, width) ----
 #define SIM_MODEL_FIELDS                                                                           \
@@ -254,7 +256,8 @@ enum {
   /* counters */                                                                                   \
   X(int, nan_count, one, 1)           /* resets of this world after a non-finite state */          \
   SIM_DATA_FIELDS_COLLISION                                                                        \
-  SIM_DATA_FIELDS_CONSTRAINT
+  SIM_DATA_FIELDS_CONSTRAINT                                                                       \
+  SIM_DATA_FIELDS_ADJOINT
 
 typedef struct SIM_SFX(SimModel) {
 #define X(name, what) int name;

@@ -1,0 +1,79 @@
+// sim_adjoint_fields.h: X-macro tables of the reverse-mode gradient (tape and cotangent buffers), included
+// into the tables of sim_model.h. Same row format: X(type, name, count, width); sizes X(name, what).
+//
+// Both sizes are 0 unless sim_adjoint_enable() set them before sim_data_create: a forward-only SimData then
+// holds no gradient memory at all. The tape stores only the inputs of each physics substep (states are
+// recomputed in the backward pass): per world, ntape entries of (qpos, qvel, ctrl, warmstart, flags).
+// Cotangent buffers (adj_*) hold the cotangent of the forward field of the same name at the state being
+// differentiated; adj_qpos is in the nv-dimensional tangent space of mj_integratePos/mj_differentiatePos.
+#ifndef ADJ_SIM_ADJOINT_FIELDS_H
+#define ADJ_SIM_ADJOINT_FIELDS_H
+
+// per-actuator discrete decisions recorded on the tape (tape_flags), frozen in the backward pass
+enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4 };
+
+#define SIM_MODEL_SIZES_ADJOINT                                                          \
+  X(adj, "1 when SimData carries gradient buffers (sim_adjoint_enable), else 0")          \
+  X(ntape, "tape capacity in physics substeps per world (0: no tape)")
+
+#define SIM_DATA_FIELDS_ADJOINT                                                                    \
+  /* tape: inputs of each recorded substep, oldest first */                                       \
+  X(int, tape_n, adj, 1)                /* substeps recorded (tape cursor) */                      \
+  X(sim_real, tape_qpos, ntape, m->nq)                                                             \
+  X(sim_real, tape_qvel, ntape, m->nv)                                                             \
+  X(sim_real, tape_ctrl, ntape, m->nu)                                                             \
+  X(sim_real, tape_warm, ntape, m->nv)  /* qacc_warmstart (state of the solver, not differentiated) */ \
+  X(int, tape_flags, ntape, m->nu)      /* SIM_ADJ_* bits per actuator */                          \
+  /* cotangents of the step's state: in = outputs', out = inputs' (qpos: tangent space, nv) */     \
+  X(sim_real, adj_qpos, adj, m->nv)                                                                \
+  X(sim_real, adj_qvel, adj, m->nv)                                                                \
+  X(sim_real, adj_ctrl, adj, m->nu)     /* d loss / d ctrl of the control step(s) popped */         \
+  /* saved state across a backward pass (it recomputes in place) */                               \
+  X(sim_real, adj_save_qpos, adj, m->nq)                                                           \
+  X(sim_real, adj_save_qvel, adj, m->nv)                                                           \
+  X(sim_real, adj_save_ctrl, adj, m->nu)                                                           \
+  X(sim_real, adj_save_warm, adj, m->nv)                                                           \
+  X(sim_real, adj_save_time, adj, 1)                                                               \
+  /* cotangents at one evaluation of the smooth dynamics */                                        \
+  X(sim_real, adj_dq, adj, m->nv)       /* qpos (tangent) cotangent collected by the smooth backward */ \
+  X(sim_real, adj_dv, adj, m->nv)       /* qvel cotangent collected by the smooth backward */      \
+  X(sim_real, adj_du, adj, m->nu)       /* ctrl cotangent collected by the smooth backward */      \
+  X(sim_real, adj_xpos, adj, m->nbody * 3)                                                         \
+  X(sim_real, adj_xmat, adj, m->nbody * 9)                                                         \
+  X(sim_real, adj_xipos, adj, m->nbody * 3)                                                        \
+  X(sim_real, adj_ximat, adj, m->nbody * 9)                                                        \
+  X(sim_real, adj_xanchor, adj, m->njnt * 3)                                                       \
+  X(sim_real, adj_xaxis, adj, m->njnt * 3)                                                         \
+  X(sim_real, adj_geom_xpos, adj, m->ngeom * 3) /* filled by the collision adjoint (later) */      \
+  X(sim_real, adj_geom_xmat, adj, m->ngeom * 9)                                                    \
+  X(sim_real, adj_subtree_com, adj, m->nbody * 3)                                                  \
+  X(sim_real, adj_cinert, adj, m->nbody * 10)                                                      \
+  X(sim_real, adj_cdof, adj, m->nv * 6)                                                            \
+  X(sim_real, adj_crb, adj, m->nbody * 10)                                                         \
+  X(sim_real, adj_M, adj, m->nM)        /* cotangent of the stored lower-CSR entries of M */        \
+  X(sim_real, adj_ten_length, adj, m->ntendon)                                                     \
+  X(sim_real, adj_actuator_length, adj, m->nu)                                                     \
+  X(sim_real, adj_ten_velocity, adj, m->ntendon)                                                   \
+  X(sim_real, adj_actuator_velocity, adj, m->nu)                                                   \
+  X(sim_real, adj_cvel, adj, m->nbody * 6)                                                         \
+  X(sim_real, adj_cdof_dot, adj, m->nv * 6)                                                        \
+  X(sim_real, adj_cacc, adj, m->nbody * 6)                                                         \
+  X(sim_real, adj_cfrc, adj, m->nbody * 6)                                                         \
+  X(sim_real, adj_wrench, adj, m->nbody * 6) /* kinematics: subtree wrench about subtree_com[root] */ \
+  X(sim_real, adj_cvelpre, adj, m->nv * 6)   /* comVel: cvel seen by each dof's cdof_dot (recomputed) */ \
+  X(sim_real, adj_qfrc_smooth, adj, m->nv)   /* tau-bar = lambda: where the solver adjoint delivers */ \
+  X(sim_real, adj_qacc, adj, m->nv)          /* a-bar: cotangent of the solver's qacc */            \
+  X(sim_real, adj_qacc_int, adj, m->nv)      /* cotangent of the integrator's acceleration */       \
+  X(sim_real, adj_y, adj, m->nv)             /* integrator adjoint y = Q^-T adj_qacc_int */         \
+  X(sim_real, adj_vnew, adj, m->nv)          /* scratch: velocity used by the position update */    \
+  X(sim_real, adj_tmp, adj, m->nv)           /* scratch */                                          \
+  X(sim_real, adj_rk_v, adj, m->nv * 4)      /* RK4: cotangents of the stage velocities */          \
+  X(sim_real, adj_rk_a, adj, m->nv * 4)      /* RK4: cotangents of the stage accelerations */       \
+  X(sim_real, adj_rk_dq, adj, m->nv)         /* RK4: accumulated qpos cotangent of the step input */ \
+  X(sim_real, adj_rk_dv, adj, m->nv)         /* RK4: accumulated qvel cotangent of the step input */ \
+  /* parameter cotangents (hooks: accumulated over the backward pass; filled where implemented) */   \
+  X(sim_real, adj_body_mass, adj, m->nbody)                                                        \
+  X(sim_real, adj_body_ipos, adj, m->nbody * 3)                                                    \
+  X(sim_real, adj_geom_friction, adj, m->ngeom * 3)
+
+#endif
