@@ -1,14 +1,18 @@
-// sim_constraint.c: constraint stage: rows (joint and tendon limits, friction loss, contacts), impedance and
-// reference, and MuJoCo's Newton solver. Writes qfrc_constraint and qacc.
+// sim_constraint.c: constraint stage: rows (friction loss, joint and tendon limits, contacts), impedance and
+// reference (sim_constraint_rows.c), islands, warm start and MuJoCo's Newton solver (sim_solver.c).
+// Writes efc_*, qfrc_constraint, qacc and solver_niter.
 #include "sim_model.h"
 #include "sim_math.h"
 
-// without rows qacc = qacc_smooth
+#include "sim_constraint_rows.c"
+#include "sim_solver.c"
+
+// mj_makeConstraint + mj_island + mj_referenceConstraint + mj_fwdConstraint (Newton)
 SIM_FN void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  if (lane == 0) d->nefc[0] = 0;
-  for (int i = lane; i < m->nv; i += nlane) {
-    d->qfrc_constraint[i] = 0;
-    d->qacc[i] = d->qacc_smooth[i];
+  sim_make_rows(m, d, lane, nlane);
+  if (lane == 0) {
+    sim_island(m, d);
+    sim_solve(m, d);
   }
   SIM_SYNC();
 }

@@ -1,15 +1,80 @@
-// sim_constraint.h: X-macro tables of the constraint stage (rows, solver state), included into the tables of
-// sim_model.h. Same row format: X(type, name, count, width); sizes X(name, what).
+// sim_constraint.h: X-macro tables of the constraint stage (rows, islands, Newton solver state), included
+// into the tables of sim_model.h. Same row format: X(type, name, count, width); sizes X(name, what).
+//
+// Rows follow MuJoCo's mj_makeConstraint order: friction loss (dofs, then tendons), limits (joints, then
+// tendons; hinge/slide lower then upper; ball cone), contacts in contact order (condim 1: one row; condim 3:
+// four pyramid edges). The Jacobian is dense: efc_J row r is (nv) at efc_J + r*nv.
 #ifndef ADJ_SIM_CONSTRAINT_H
 #define ADJ_SIM_CONSTRAINT_H
 
-#define SIM_MODEL_SIZES_CONSTRAINT X(nefcmax, "constraint-row capacity per world")
+// efc_type values (= mjtConstraint; equality and elliptic rows are not produced)
+enum {
+  SIM_CNSTR_FRICTION_DOF = 1, SIM_CNSTR_FRICTION_TENDON = 2, SIM_CNSTR_LIMIT_JOINT = 3,
+  SIM_CNSTR_LIMIT_TENDON = 4, SIM_CNSTR_CONTACT_FRICTIONLESS = 5, SIM_CNSTR_CONTACT_PYRAMIDAL = 6
+};
+// efc_state values (= mjtConstraintState)
+enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG = 2, SIM_CSTATE_LINEARPOS = 3 };
 
-#define SIM_MODEL_FIELDS_CONSTRAINT
+#define SIM_MODEL_SIZES_CONSTRAINT                                                         \
+  X(nefcmax, "constraint-row capacity per world")                                          \
+  X(ntree, "kinematic trees (bodies with dofs below the world; islands are unions of these)")
+
+#define SIM_MODEL_FIELDS_CONSTRAINT                                                                \
+  X(sim_real, dof_solref, nv, 2)      /* friction-loss rows of each dof */                         \
+  X(sim_real, dof_solimp, nv, 5)                                                                   \
+  X(sim_real, tendon_solref_fri, ntendon, 2) /* friction-loss rows of each tendon */               \
+  X(sim_real, tendon_solimp_fri, ntendon, 5)                                                       \
+  X(int, dof_treeid, nv, 1)           /* tree of each dof */                                       \
+  X(int, body_treeid, nbody, 1)       /* tree of each body, -1: static (welded to the world) */    \
+  X(int, tree_dofnum, ntree, 1)
 
 #define SIM_DATA_FIELDS_CONSTRAINT                                                                 \
   X(int, nefc, one, 1)                /* constraint rows this step */                              \
+  X(int, nf, one, 1)                  /* friction-loss rows (the first nf rows) */                 \
   X(int, nefc_overflow, one, 1)       /* rows dropped for lack of capacity (cumulative) */         \
-  X(int, solver_niter, one, 1)
+  X(int, solver_niter, one, 1)        /* Newton iterations, summed over islands */                 \
+  X(int, efc_type, nefcmax, 1)        /* SIM_CNSTR_* */                                            \
+  X(int, efc_id, nefcmax, 1)          /* dof, tendon, joint or contact index */                    \
+  X(sim_real, efc_J, nefcmax, m->nv)  /* dense Jacobian rows */                                    \
+  X(sim_real, efc_pos, nefcmax, 1)    /* distance (limit, contact), 0 for friction loss */         \
+  X(sim_real, efc_margin, nefcmax, 1)                                                              \
+  X(sim_real, efc_frictionloss, nefcmax, 1)                                                        \
+  X(sim_real, efc_diagA, nefcmax, 1)  /* approximate J M^-1 J' diagonal, adjusted (MuJoCo's) */    \
+  X(sim_real, efc_R, nefcmax, 1)      /* regularizer */                                            \
+  X(sim_real, efc_D, nefcmax, 1)      /* 1/R */                                                    \
+  X(sim_real, efc_KBIP, nefcmax, 4)   /* stiffness, damping, impedance, d impedance / d pos */     \
+  X(sim_real, efc_vel, nefcmax, 1)    /* J qvel */                                                 \
+  X(sim_real, efc_aref, nefcmax, 1)   /* reference acceleration */                                 \
+  X(sim_real, efc_force, nefcmax, 1)                                                               \
+  X(int, efc_state, nefcmax, 1)       /* SIM_CSTATE_* */                                           \
+  X(int, efc_oldstate, nefcmax, 1)    /* solver scratch: state before the step */                  \
+  X(sim_real, efc_Jaref, nefcmax, 1)  /* solver: J qacc - aref */                                  \
+  X(sim_real, efc_Jv, nefcmax, 1)     /* solver: J search */                                       \
+  X(sim_real, efc_quad, nefcmax, 3)   /* solver: per-row quadratic of the line search */           \
+  /* islands (mj_island): trees joined by rows; dofs and rows gathered per island, ascending */   \
+  X(int, nisland, one, 1)                                                                          \
+  X(int, tree_island, ntree, 1)       /* scratch: union-find parent, then island (-1: none) */     \
+  X(int, island_nv, ntree, 1)                                                                      \
+  X(int, island_idofadr, ntree, 1)                                                                 \
+  X(int, island_nefc, ntree, 1)                                                                    \
+  X(int, island_iefcadr, ntree, 1)                                                                 \
+  X(int, efc_island, nefcmax, 1)                                                                   \
+  X(int, map_iefc2efc, nefcmax, 1)                                                                 \
+  X(int, map_idof2dof, nv, 1)         /* island dofs first, then unconstrained dofs */             \
+  X(int, map_dof2idof, nv, 1)                                                                      \
+  /* Newton solver vectors (dof space; an island solve touches its own dofs only) */             \
+  X(sim_real, sol_Ma, nv, 1)                                                                       \
+  X(sim_real, sol_Mv, nv, 1)                                                                       \
+  X(sim_real, sol_grad, nv, 1)                                                                     \
+  X(sim_real, sol_Mgrad, nv, 1)                                                                    \
+  X(sim_real, sol_search, nv, 1)                                                                   \
+  X(sim_real, sol_cholupd, nv, 1)                                                                  \
+  X(sim_real, sol_L, nv, m->nv)       /* dense Cholesky factor of the island Hessian (lower) */
+
+// host only: row-capacity override read by sim_constraint_sizes (> 0 replaces the derived capacity)
+#ifndef __CUDACC__
+#define sim_nefcmax_override SIM_SFX(sim_nefcmax_override)
+extern int sim_nefcmax_override;
+#endif
 
 #endif

@@ -1,0 +1,684 @@
+// sim_solver.c: constraint islands (mj_island), warm start (engine_forward.c:warmstart) and MuJoCo's primal
+// Newton solver (engine_solver.c:mj_solPrimal with flg_Newton; dense Hessian, pyramidal cones), matching
+// MuJoCo 3.12 iterate for iterate. Included by sim_constraint.c.
+//
+// The solve is sequential (line search, Cholesky updates), so it runs on lane 0 of the world; the rows
+// were filled across lanes before. Vectors live in dof space (SimData qacc, sol_*); an island solve reads
+// and writes only its own dofs (map_idof2dof) and rows (map_iefc2efc), so islands never interact.
+
+// Float32 builds: MuJoCo Warp clamps the tolerance to >= 1e-6 in float32 (its io.py); we do the same,
+// because below that the improvement and gradient tests cannot fire in single precision and every solve
+// would run to the iteration limit. tolerance = 0 (converged runs) is kept.
+#ifdef SIM_DOUBLE
+#define SIM_SOLVER_TOLMIN 0
+#else
+#define SIM_SOLVER_TOLMIN 1e-6
+#endif
+
+// ---- islands ----
+
+SIM_FN int sim_dsu_root(int* parent, int t) {
+  while (parent[t] != t) t = parent[t];
+  return t;
+}
+// activate tree a (b < 0) or join the trees of a and b; the larger root links to the smaller
+SIM_FN void sim_dsu_merge(int* parent, int a, int b) {
+  if (a < 0) {
+    a = b;
+    b = -1;
+  }
+  if (a < 0) return;
+  if (parent[a] < 0) parent[a] = a;
+  if (b < 0) return;
+  if (parent[b] < 0) parent[b] = b;
+  int ra = sim_dsu_root(parent, a), rb = sim_dsu_root(parent, b);
+  if (ra == rb) return;
+  if (ra < rb) parent[rb] = ra;
+  else parent[ra] = rb;
+}
+
+// the first tree of a row (any tree it touches; every row touches at least one)
+SIM_FN int sim_row_tree(const SimModel* m, const SimWorld* d, int r, int* parent) {
+  int type = d->efc_type[r], id = d->efc_id[r], t1 = -1;
+  if (type == SIM_CNSTR_FRICTION_DOF) {
+    t1 = m->dof_treeid[id];
+    sim_dsu_merge(parent, t1, -1);
+  } else if (type == SIM_CNSTR_LIMIT_JOINT) {
+    t1 = m->dof_treeid[m->jnt_dofadr[id]];
+    sim_dsu_merge(parent, t1, -1);
+  } else if (type == SIM_CNSTR_FRICTION_TENDON || type == SIM_CNSTR_LIMIT_TENDON) {
+    for (int k = 0; k < m->tendon_num[id]; k++) {
+      int t = m->dof_treeid[m->wrap_dofadr[m->tendon_adr[id] + k]];
+      if (t1 < 0) t1 = t;
+      sim_dsu_merge(parent, t1, t);
+    }
+  } else {
+    int ta = m->body_treeid[m->geom_bodyid[d->contact_geom[2 * id]]];
+    int tb = m->body_treeid[m->geom_bodyid[d->contact_geom[2 * id + 1]]];
+    t1 = ta >= 0 ? ta : tb;
+    sim_dsu_merge(parent, ta, tb);
+  }
+  return t1;
+}
+
+// mj_island: islands are the connected components of trees joined by rows; dofs and rows of an island are
+// kept in ascending order, islands numbered by their smallest tree. Serial (lane 0).
+SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
+  int nefc = d->nefc[0], nv = m->nv, ntree = m->ntree;
+  d->nisland[0] = 0;
+  if ((m->disableflags & SIM_DSBL_ISLAND) || nefc == 0 || ntree == 0) return;
+  int* parent = d->tree_island;
+  for (int t = 0; t < ntree; t++) parent[t] = -1;
+  for (int r = 0; r < nefc; r++) d->efc_island[r] = sim_row_tree(m, d, r, parent);
+  int nisland = 0;
+  for (int t = 0; t < ntree; t++) {
+    if (parent[t] < 0) continue;
+    int root = sim_dsu_root(parent, t);
+    parent[t] = root == t ? -2 - nisland++ : parent[root];  // island i stored as -2-i
+  }
+  for (int t = 0; t < ntree; t++) parent[t] = parent[t] < 0 && parent[t] != -1 ? -2 - parent[t] : -1;
+  d->nisland[0] = nisland;
+  int* inv = d->island_nv;
+  int* ine = d->island_nefc;
+  for (int i = 0; i < nisland; i++) inv[i] = ine[i] = 0;
+  for (int i = 0; i < nv; i++) {
+    int isl = parent[m->dof_treeid[i]];
+    if (isl >= 0) inv[isl]++;
+  }
+  int adr = 0;
+  for (int i = 0; i < nisland; i++) {
+    d->island_idofadr[i] = adr;
+    adr += inv[i];
+  }
+  int nidof = adr, nfree = 0;
+  for (int i = 0; i < nisland; i++) inv[i] = 0;
+  for (int i = 0; i < nv; i++) {
+    int isl = parent[m->dof_treeid[i]];
+    int k = isl >= 0 ? d->island_idofadr[isl] + inv[isl]++ : nidof + nfree++;
+    d->map_idof2dof[k] = i;
+    d->map_dof2idof[i] = k;
+  }
+  for (int r = 0; r < nefc; r++) {
+    int isl = parent[d->efc_island[r]];
+    d->efc_island[r] = isl;
+    ine[isl]++;
+  }
+  adr = 0;
+  for (int i = 0; i < nisland; i++) {
+    d->island_iefcadr[i] = adr;
+    adr += ine[i];
+    ine[i] = 0;
+  }
+  for (int r = 0; r < nefc; r++) {
+    int isl = d->efc_island[r];
+    d->map_iefc2efc[d->island_iefcadr[isl] + ine[isl]++] = r;
+  }
+}
+
+// ---- shared pieces ----
+
+// x <- M^-1 x from the LDL factor (mj_solveLD), serial
+SIM_FN void sim_solveLD_serial(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv) {
+  const int* rownnz = m->M_rownnz;
+  const int* rowadr = m->M_rowadr;
+  const int* colind = m->M_colind;
+  int nv = m->nv;
+  for (int i = nv - 1; i >= 0; i--) {
+    sim_real xi = x[i];
+    if (rownnz[i] == 1 || xi == 0) continue;
+    int start = rowadr[i], end = start + rownnz[i] - 1;
+    for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
+  }
+  for (int i = 0; i < nv; i++) x[i] *= diaginv[i];
+  for (int i = 0; i < nv; i++) {
+    int nd = rownnz[i] - 1;
+    if (nd <= 0) continue;
+    int adr = rowadr[i];
+    sim_real s = 0;
+    for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
+    x[i] -= s;
+  }
+}
+
+// res = M v on a set of dofs closed under the tree (mju_mulSymVecSparse order)
+SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
+                          int n) {
+  for (int k = 0; k < n; k++) res[dofs[k]] = 0;
+  for (int k = 0; k < n; k++) {
+    int i = dofs[k], adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
+    res[i] = M[adr + diag] * v[i];
+    for (int q = diag - 1; q >= 0; q--) {
+      int j = m->M_colind[adr + q];
+      sim_real val = M[adr + q];
+      res[i] += val * v[j];
+      res[j] += val * v[i];
+    }
+  }
+}
+
+// J row r times a dof vector, over the island's dofs
+SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const sim_real* v, const int* dofs, int n) {
+  const sim_real* J = d->efc_J + (size_t)r * m->nv;
+  sim_real s = 0;
+  for (int k = 0; k < n; k++) s += J[dofs[k]] * v[dofs[k]];
+  return s;
+}
+
+// mj_constraintUpdate_impl (no equality or elliptic rows): force, state, cost over a row list
+SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar) {
+  sim_real s = 0;
+  for (int q = 0; q < nr; q++) {
+    int i = rows[q];
+    sim_real D = d->efc_D[i], R = d->efc_R[i], f = d->efc_frictionloss[i], x = jar[i];
+    int type = d->efc_type[i];
+    d->efc_force[i] = -D * x;
+    if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
+      if (x <= -R * f) {
+        s += (sim_real)-0.5 * R * f * f - f * x;
+        d->efc_force[i] = f;
+        d->efc_state[i] = SIM_CSTATE_LINEARNEG;
+      } else if (x >= R * f) {
+        s += (sim_real)-0.5 * R * f * f + f * x;
+        d->efc_force[i] = -f;
+        d->efc_state[i] = SIM_CSTATE_LINEARPOS;
+      } else {
+        s += (sim_real)0.5 * D * x * x;
+        d->efc_state[i] = SIM_CSTATE_QUADRATIC;
+      }
+    } else if (x >= 0) {
+      d->efc_force[i] = 0;
+      d->efc_state[i] = SIM_CSTATE_SATISFIED;
+    } else {
+      s += (sim_real)0.5 * D * x * x;
+      d->efc_state[i] = SIM_CSTATE_QUADRATIC;
+    }
+  }
+  return s;
+}
+
+// ---- Newton solver on one island (or all rows and dofs: monolithic) ----
+
+typedef struct SimPnt {
+  sim_real alpha, cost, deriv[2];
+} SimPnt;
+
+typedef struct SimSolveCtx {
+  const int* dofs;  // island dofs, ascending
+  const int* rows;  // island rows, ascending
+  int n, nr;
+  sim_real scale;
+  sim_real quadGauss[3];
+  int LSiter;
+} SimSolveCtx;
+
+// Huber cost of a friction-loss row
+SIM_FN sim_real sim_friction_cost(sim_real x, sim_real f, sim_real Rf, sim_real D) {
+  if (-Rf < x && x < Rf) return (sim_real)0.5 * D * x * x;
+  else if (x <= -Rf) return f * ((sim_real)-0.5 * Rf - x);
+  else return f * ((sim_real)-0.5 * Rf + x);
+}
+SIM_FN sim_real sim_friction_costdif(sim_real start, sim_real x, sim_real f, sim_real Rf, sim_real D) {
+  int s0 = (-Rf < start && start < Rf) ? 0 : (start <= -Rf ? -1 : 1);
+  int s1 = (-Rf < x && x < Rf) ? 0 : (x <= -Rf ? -1 : 1);
+  if (s0 == 0 && s1 == 0) return (sim_real)0.5 * D * (x - start) * (x + start);
+  if (s0 == -1 && s1 == -1) return f * (start - x);
+  if (s0 == 1 && s1 == 1) return f * (x - start);
+  return sim_friction_cost(x, f, Rf, D) - sim_friction_cost(start, f, Rf, D);
+}
+
+// PrimalEval: cost(alpha) - cost(0) and its first two derivatives
+SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p) {
+  sim_real cost = 0, alpha = p->alpha;
+  sim_real deriv0 = 0, deriv1 = 0;
+  sim_real qt0 = 0, qt1 = c->quadGauss[1], qt2 = c->quadGauss[2];
+  for (int q = 0; q < c->nr; q++) {
+    int i = c->rows[q], type = d->efc_type[i];
+    const sim_real* quad = d->efc_quad + 3 * i;
+    if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
+      sim_real start = d->efc_Jaref[i], dir = d->efc_Jv[i];
+      sim_real x = start + alpha * dir;
+      sim_real f = d->efc_frictionloss[i], D = d->efc_D[i], Rf = d->efc_R[i] * f;
+      cost += sim_friction_costdif(start, x, f, Rf, D);
+      if (-Rf < x && x < Rf) {
+        deriv0 += D * x * dir;
+        deriv1 += D * dir * dir;
+      } else if (x <= -Rf) {
+        deriv0 += -f * dir;
+      } else {
+        deriv0 += f * dir;
+      }
+      continue;
+    }
+    sim_real start = d->efc_Jaref[i];
+    sim_real x = start + alpha * d->efc_Jv[i];
+    sim_real cost0 = start < 0 ? quad[0] : 0;
+    if (x < 0) {
+      qt0 += quad[0] - cost0;
+      qt1 += quad[1];
+      qt2 += quad[2];
+    } else {
+      cost -= cost0;
+    }
+  }
+  cost += alpha * alpha * qt2 + alpha * qt1 + qt0;
+  deriv0 += 2 * alpha * qt2 + qt1;
+  deriv1 += 2 * qt2;
+  if (deriv1 <= 0) deriv1 = (sim_real)SIM_MINVAL;  // not convex: SHOULD NOT OCCUR
+  p->cost = cost;
+  p->deriv[0] = deriv0;
+  p->deriv[1] = deriv1;
+  c->LSiter++;
+}
+
+// updateBracket: move bracket p to a candidate with a same-sign derivative closer to 0
+SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, const SimPnt* cand, SimPnt* pnext) {
+  int flag = 0;
+  for (int i = 0; i < 3; i++) {
+    if (p->deriv[0] < 0 && cand[i].deriv[0] < 0 && p->deriv[0] < cand[i].deriv[0]) {
+      *p = cand[i];
+      flag = 1;
+    } else if (p->deriv[0] > 0 && cand[i].deriv[0] > 0 && p->deriv[0] > cand[i].deriv[0]) {
+      *p = cand[i];
+      flag = 2;
+    }
+  }
+  if (flag) {
+    pnext->alpha = p->alpha - p->deriv[0] / p->deriv[1];
+    sim_primal_eval(d, c, pnext);
+  }
+  return flag;
+}
+
+// PrimalSearch: exact piecewise-quadratic line search along sol_search; returns alpha and the improvement
+SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c, sim_real tolerance,
+                                  int ls_iterations, sim_real* improvement) {
+  const int* dofs = c->dofs;
+  int n = c->n;
+  SimPnt p0, p1, p2, pmid, p1next, p2next;
+  c->LSiter = 0;
+  *improvement = 0;
+  sim_real* v = d->sol_search;
+  sim_real snorm = 0;
+  for (int k = 0; k < n; k++) snorm += v[dofs[k]] * v[dofs[k]];
+  snorm = sim_sqrt(snorm);
+  if (snorm < (sim_real)SIM_MINVAL) return 0;
+  sim_real gtol = tolerance * snorm / c->scale;
+
+  sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n);
+  for (int q = 0; q < c->nr; q++) {
+    int r = c->rows[q];
+    d->efc_Jv[r] = sim_rowdot(m, d, r, v, dofs, n);
+  }
+
+  // PrimalPrepare
+  sim_real a1 = 0, a2 = 0, a3 = 0;
+  for (int k = 0; k < n; k++) a1 += v[dofs[k]] * d->sol_Ma[dofs[k]];
+  for (int k = 0; k < n; k++) a2 += d->qfrc_smooth[dofs[k]] * v[dofs[k]];
+  for (int k = 0; k < n; k++) a3 += v[dofs[k]] * d->sol_Mv[dofs[k]];
+  c->quadGauss[1] = a1 - a2;
+  c->quadGauss[2] = (sim_real)0.5 * a3;
+  for (int q = 0; q < c->nr; q++) {
+    int i = c->rows[q];
+    sim_real* quad = d->efc_quad + 3 * i;
+    sim_real D = d->efc_D[i], Jv = d->efc_Jv[i], Jaref = d->efc_Jaref[i];
+    sim_real DJ0 = D * Jaref;
+    quad[0] = Jaref * DJ0;
+    quad[1] = Jv * DJ0;
+    quad[2] = Jv * D * Jv;
+    quad[0] *= (sim_real)0.5;
+    quad[2] *= (sim_real)0.5;
+  }
+
+  p0.alpha = 0;
+  sim_primal_eval(d, c, &p0);
+  p1.alpha = p0.alpha - p0.deriv[0] / p0.deriv[1];
+  sim_primal_eval(d, c, &p1);
+  if (sim_fabs(p1.deriv[0]) < gtol && (p1.alpha == 0 || p1.cost < 0)) {
+    *improvement = -p1.cost;
+    return p1.alpha;
+  }
+  int dir = p1.deriv[0] < 0 ? 1 : -1;
+
+  // one-sided Newton march
+  p2 = p0;
+  while (p1.deriv[0] * dir <= -gtol && c->LSiter < ls_iterations) {
+    p2 = p1;
+    p1.alpha -= p1.deriv[0] / p1.deriv[1];
+    sim_primal_eval(d, c, &p1);
+    if (sim_fabs(p1.deriv[0]) < gtol && p1.cost < 0) {
+      *improvement = -p1.cost;
+      return p1.alpha;
+    }
+  }
+  if (c->LSiter >= ls_iterations) {
+    *improvement = -p1.cost;
+    return p1.alpha;
+  }
+
+  // bracketed search
+  p2next = p1;
+  p1next.alpha = p1.alpha - p1.deriv[0] / p1.deriv[1];
+  sim_primal_eval(d, c, &p1next);
+  while (c->LSiter < ls_iterations) {
+    pmid.alpha = (sim_real)0.5 * (p1.alpha + p2.alpha);
+    sim_primal_eval(d, c, &pmid);
+    SimPnt cand[3];
+    cand[0] = p1next;
+    cand[1] = p2next;
+    cand[2] = pmid;
+    sim_real bestcost = 0;
+    int best = -1;
+    for (int i = 0; i < 3; i++)
+      if (sim_fabs(cand[i].deriv[0]) < gtol && (best == -1 || cand[i].cost < bestcost)) {
+        bestcost = cand[i].cost;
+        best = i;
+      }
+    if (best >= 0) {
+      *improvement = -cand[best].cost;
+      return cand[best].alpha;
+    }
+    int b1 = sim_update_bracket(d, c, &p1, cand, &p1next);
+    int b2 = sim_update_bracket(d, c, &p2, cand, &p2next);
+    if (!b1 && !b2) {
+      *improvement = -pmid.cost;
+      return pmid.alpha;
+    }
+  }
+  if (p1.cost <= p2.cost && p1.cost < 0) {
+    *improvement = -p1.cost;
+    return p1.alpha;
+  } else if (p2.cost <= p1.cost && p2.cost < 0) {
+    *improvement = -p2.cost;
+    return p2.alpha;
+  }
+  return 0;
+}
+
+// PrimalUpdateConstraint: forces, states, island qfrc_constraint, cost (returned); quadGauss[0]
+SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c) {
+  const int* dofs = c->dofs;
+  int n = c->n, nv = m->nv;
+  sim_real cost = sim_constraint_update(d, c->rows, c->nr, d->efc_Jaref);
+  for (int k = 0; k < n; k++) {
+    int j = dofs[k];
+    sim_real s = 0;
+    for (int q = 0; q < c->nr; q++) {
+      int r = c->rows[q];
+      s += d->efc_J[(size_t)r * nv + j] * d->efc_force[r];
+    }
+    d->qfrc_constraint[j] = s;
+  }
+  sim_real gauss = 0;
+  for (int k = 0; k < n; k++) {
+    int j = dofs[k];
+    gauss += (sim_real)0.5 * (d->sol_Ma[j] - d->qfrc_smooth[j]) * (d->qacc[j] - d->qacc_smooth[j]);
+  }
+  c->quadGauss[0] = gauss;
+  return cost + gauss;
+}
+
+// H = M + J' D J (lower, island-local n x n) over rows in the quadratic state, then L = chol(H)
+SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c) {
+  const int* dofs = c->dofs;
+  int n = c->n, nv = m->nv;
+  sim_real* L = d->sol_L;
+  for (int a = 0; a < n; a++) {
+    for (int b = 0; b <= a; b++) {
+      // same accumulation order as mju_sqrMatTD_impl (rows ascending)
+      sim_real s = 0;
+      for (int q = 0; q < c->nr; q++) {
+        int r = c->rows[q];
+        if (d->efc_state[r] != SIM_CSTATE_QUADRATIC) continue;
+        const sim_real* J = d->efc_J + (size_t)r * nv;
+        sim_real t = J[dofs[a]];
+        if (t == 0) continue;
+        s += J[dofs[b]] * (t * d->efc_D[r]);
+      }
+      L[a * n + b] = s;
+    }
+    for (int b = a + 1; b < n; b++) L[a * n + b] = 0;
+  }
+  // add M (island block; the dofs of a tree are contiguous in the island list)
+  for (int a = 0; a < n; a++) {
+    int i = dofs[a], adr = m->M_rowadr[i], nnz = m->M_rownnz[i];
+    for (int q = 0; q < nnz; q++) {
+      int j = m->M_colind[adr + q];
+      L[a * n + (a - (i - j))] += d->M[adr + q];
+    }
+  }
+  // mju_cholFactor with mindiag = MINVAL
+  for (int j = 0; j < n; j++) {
+    sim_real tmp = L[j * (n + 1)];
+    for (int k = 0; k < j; k++) tmp -= L[j * n + k] * L[j * n + k];
+    int deficient = tmp < (sim_real)SIM_MINVAL;
+    if (deficient) tmp = (sim_real)SIM_MINVAL;
+    L[j * (n + 1)] = sim_sqrt(tmp);
+    if (deficient) {
+      for (int i = j + 1; i < n; i++) L[i * n + j] = 0;
+    } else {
+      sim_real inv = 1 / L[j * (n + 1)];
+      for (int i = j + 1; i < n; i++) {
+        sim_real s = L[i * n + j];
+        for (int k = 0; k < j; k++) s -= L[i * n + k] * L[j * n + k];
+        L[i * n + j] = s * inv;
+      }
+    }
+  }
+}
+
+// mju_cholUpdate: L L' +/- x x'; returns the rank
+SIM_FN int sim_chol_update(sim_real* L, sim_real* x, int n, int plus) {
+  int rank = n;
+  for (int k = 0; k < n; k++) {
+    if (x[k] == 0) continue;
+    sim_real Lkk = L[k * (n + 1)];
+    sim_real tmp = Lkk * Lkk + (plus ? x[k] * x[k] : -x[k] * x[k]);
+    if (tmp < (sim_real)SIM_MINVAL) {
+      tmp = (sim_real)SIM_MINVAL;
+      rank--;
+    }
+    sim_real r = sim_sqrt(tmp), cc = r / Lkk, cinv = 1 / cc, s = x[k] / Lkk;
+    L[k * (n + 1)] = r;
+    if (plus)
+      for (int i = k + 1; i < n; i++) L[i * n + k] = (L[i * n + k] + s * x[i]) * cinv;
+    else
+      for (int i = k + 1; i < n; i++) L[i * n + k] = (L[i * n + k] - s * x[i]) * cinv;
+    for (int i = k + 1; i < n; i++) x[i] = cc * x[i] - s * L[i * n + k];
+  }
+  return rank;
+}
+
+// HessianIncremental: rank-1 updates for rows entering/leaving the quadratic state; refactor on rank loss
+SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c) {
+  int n = c->n, nv = m->nv;
+  for (int q = 0; q < c->nr; q++) {
+    int r = c->rows[q];
+    int was = d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC, is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
+    if (was == is) continue;
+    sim_real sd = sim_sqrt(d->efc_D[r]);
+    const sim_real* J = d->efc_J + (size_t)r * nv;
+    for (int k = 0; k < n; k++) d->sol_cholupd[k] = J[c->dofs[k]] * sd;
+    if (sim_chol_update(d->sol_L, d->sol_cholupd, n, is) < n) {
+      sim_hessian_factor(m, d, c);
+      return;
+    }
+  }
+}
+
+// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor)
+SIM_FN void sim_chol_solve(const SimWorld* d, SimSolveCtx* c) {
+  const int* dofs = c->dofs;
+  int n = c->n;
+  const sim_real* L = d->sol_L;
+  sim_real* res = d->sol_cholupd;  // island-local scratch
+  for (int i = 0; i < n; i++) {
+    sim_real s = d->sol_grad[dofs[i]];
+    for (int k = 0; k < i; k++) s -= L[i * n + k] * res[k];
+    res[i] = s / L[i * (n + 1)];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    for (int j = i + 1; j < n; j++) res[i] -= L[j * n + i] * res[j];
+    res[i] /= L[i * (n + 1)];
+  }
+  for (int i = 0; i < n; i++) d->sol_Mgrad[dofs[i]] = res[i];
+}
+
+SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* dofs, int n) {
+  sim_real s = 0;
+  for (int k = 0; k < n; k++) s += a[dofs[k]] * b[dofs[k]];
+  return s;
+}
+
+// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations
+SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
+                             int island) {
+  SimSolveCtx ctx;
+  SimSolveCtx* c = &ctx;
+  c->dofs = dofs;
+  c->rows = rows;
+  c->n = n;
+  c->nr = nr;
+  c->LSiter = 0;
+  sim_real tol = m->tolerance;
+  if (tol > 0 && tol < (sim_real)SIM_SOLVER_TOLMIN) tol = (sim_real)SIM_SOLVER_TOLMIN;
+  sim_real* grad = d->sol_grad;
+  sim_real* Mgrad = d->sol_Mgrad;
+
+  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n);
+  for (int q = 0; q < nr; q++) {
+    int r = rows[q];
+    d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
+  }
+  sim_primal_update(m, d, c);
+  for (int k = 0; k < n; k++) {
+    int j = dofs[k];
+    grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - d->qfrc_constraint[j];
+  }
+  if (island < 0) {
+    c->scale = 1 / (m->meaninertia * (sim_real)SIM_MAX(1, m->nv));
+  } else {
+    sim_real inertia = 0;
+    for (int k = 0; k < n; k++) {
+      int j = dofs[k];
+      inertia += d->M[m->M_rowadr[j] + m->M_rownnz[j] - 1];
+    }
+    c->scale = 1 / inertia;
+  }
+  sim_real scale = c->scale;
+
+  // zero-iteration certificate with Mgrad = M^-1 grad
+  for (int j = 0; j < m->nv; j++) Mgrad[j] = 0;
+  for (int k = 0; k < n; k++) Mgrad[dofs[k]] = grad[dofs[k]];
+  sim_solveLD_serial(m, Mgrad, d->qLD, d->qLDiagInv);
+  int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n)) < tol;
+  int flg_gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n)) < tol;
+  int done = flg_gap && flg_gradient;
+  if (!done) {
+    sim_hessian_factor(m, d, c);
+    sim_chol_solve(d, c);
+    done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n)) < tol;
+  }
+  if (!done)
+    for (int k = 0; k < n; k++) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
+
+  int iter = 0;
+  while (!done && iter < m->iterations) {
+    sim_real ls_improvement;
+    sim_real alpha = sim_primal_search(m, d, c, tol * m->ls_tolerance, m->ls_iterations, &ls_improvement);
+    if (alpha == 0) break;
+    for (int k = 0; k < n; k++) {
+      int j = dofs[k];
+      d->qacc[j] += alpha * d->sol_search[j];
+      d->sol_Ma[j] += alpha * d->sol_Mv[j];
+    }
+    for (int q = 0; q < nr; q++) {
+      int r = rows[q];
+      d->efc_Jaref[r] += alpha * d->efc_Jv[r];
+      d->efc_oldstate[r] = d->efc_state[r];
+    }
+    sim_primal_update(m, d, c);
+    sim_hessian_incremental(m, d, c);
+    for (int k = 0; k < n; k++) {
+      int j = dofs[k];
+      grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - d->qfrc_constraint[j];
+    }
+    sim_chol_solve(d, c);
+    sim_real improvement = scale * ls_improvement;
+    sim_real gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n));
+    sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n));
+    iter++;
+    if ((improvement > 0 && improvement < tol) || gradient < tol || decrement < tol) break;
+    for (int k = 0; k < n; k++) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
+  }
+  return iter;
+}
+
+// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
+SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows) {
+  int nv = m->nv, nefc = d->nefc[0];
+  if (m->disableflags & SIM_DSBL_WARMSTART) {
+    for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_smooth[i];
+    return;
+  }
+  sim_real* jar = d->efc_Jaref;
+  for (int r = 0; r < nefc; r++) {
+    const sim_real* J = d->efc_J + (size_t)r * nv;
+    sim_real s = 0, t = 0;
+    for (int j = 0; j < nv; j++) {
+      s += J[j] * d->qacc_warmstart[j];
+      t += J[j] * d->qacc_smooth[j];
+    }
+    jar[r] = s - d->efc_aref[r];
+    d->efc_Jv[r] = t - d->efc_aref[r];  // efc_b
+  }
+  for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_warmstart[i];
+  sim_real cost_ws = sim_constraint_update(d, allrows, nefc, jar);
+  for (int i = 0; i < nv; i++) d->sol_Ma[i] = 0;
+  {
+    // Ma = M qacc_warmstart over all dofs (mj_mulM)
+    for (int i = 0; i < nv; i++) {
+      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
+      sim_real s = d->M[diag] * d->qacc_warmstart[i];
+      for (int k = adr; k < diag; k++) s += d->M[k] * d->qacc_warmstart[m->M_colind[k]];
+      d->sol_Ma[i] = s;
+    }
+    for (int i = 0; i < nv; i++) {
+      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
+      for (int k = adr; k < diag; k++) d->sol_Ma[m->M_colind[k]] += d->M[k] * d->qacc_warmstart[i];
+    }
+  }
+  for (int i = 0; i < nv; i++)
+    cost_ws += (sim_real)0.5 * (d->sol_Ma[i] - d->qfrc_smooth[i]) * (d->qacc_warmstart[i] - d->qacc_smooth[i]);
+  sim_real cost_smooth = sim_constraint_update(d, allrows, nefc, d->efc_Jv);
+  if (cost_ws > cost_smooth)
+    for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_smooth[i];
+}
+
+// mj_fwdConstraint for the Newton solver (serial, lane 0): warm start, then each island (or everything)
+SIM_FN void sim_solve(const SimModel* m, SimWorld* d) {
+  int nv = m->nv, nefc = d->nefc[0];
+  for (int i = 0; i < nv; i++) d->qfrc_constraint[i] = 0;
+  d->solver_niter[0] = 0;
+  if (nefc == 0) {
+    for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_smooth[i];
+    return;
+  }
+  // identity row list for the monolithic path and the warm start (map_iefc2efc as scratch when no islands)
+  int nisland = d->nisland[0];
+  int* allrows = d->efc_oldstate;
+  for (int r = 0; r < nefc; r++) allrows[r] = r;
+  sim_warmstart(m, d, allrows);
+  if (nisland > 0) {
+    int nidof = d->island_idofadr[nisland - 1] + d->island_nv[nisland - 1];
+    if (!(m->disableflags & SIM_DSBL_WARMSTART))
+      for (int k = nidof; k < nv; k++) d->qacc[d->map_idof2dof[k]] = d->qacc_smooth[d->map_idof2dof[k]];
+    for (int i = 0; i < nisland; i++)
+      d->solver_niter[0] += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
+                                              d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i);
+  } else {
+    // monolithic: dof list = identity (map_idof2dof as scratch), rows = identity
+    for (int i = 0; i < nv; i++) d->map_idof2dof[i] = i;
+    for (int r = 0; r < nefc; r++) d->map_iefc2efc[r] = r;
+    d->solver_niter[0] = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1);
+  }
+}
