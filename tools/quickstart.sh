@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# quickstart.sh run|test: installs what is still missing (Debian packages, the project venv with MuJoCo
+# 3.12.0), builds, then runs the main job (run) or the whole test suite (test). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-run}
+case "$what" in run | test) ;; *) echo "usage: tools/quickstart.sh run|test" >&2; exit 2 ;; esac
+
+pkgs="build-essential cmake pkg-config python3 python3-venv libyaml-dev libhdf5-dev zlib1g-dev"
+missing=""
+for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "quickstart: installing$missing"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+if ! .venv/bin/python -c 'import mujoco, numpy, sys; sys.exit(mujoco.__version__ != "3.12.0")' 2>/dev/null; then
+  echo "quickstart: installing mujoco==3.12.0 into .venv"
+  .venv/bin/pip install -q mujoco==3.12.0 numpy
+fi
+
+# CUDA is optional: where nvcc exists the CUDA backend is compiled too (GPU tests skip without a device)
+[ -x /usr/local/cuda/bin/nvcc ] && case ":$PATH:" in *:/usr/local/cuda/bin:*) ;; *) PATH=$PATH:/usr/local/cuda/bin ;; esac
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${CI:+-DADJ_WERROR=ON} >/dev/null
+cmake --build build -j"$jobs"
+
+if [ "$what" = run ]; then
+  # the main job on the embedded default: engine conformance against MuJoCo C on a bundled model
+  ./build/adjoint verify test/walker_planar.xml --no-constraint --precision float64
+else
+  ctest --test-dir build --output-on-failure -j"$jobs"
+fi
