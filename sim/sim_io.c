@@ -58,12 +58,6 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
   const mjModel* mj = (const mjModel*)mjmodel;
   *out = NULL;
   if (sim_check_model(mj, err, errlen)) return SIM_ERR_UNSUPPORTED;
-  if (sim_model_has_constraints(mj)) {
-    snprintf(err, errlen,
-             "model needs the constraint stage (joint/tendon limits, contacts or friction loss), which this "
-             "build does not implement yet: disable constraints (verify --no-constraint)\n");
-    return SIM_ERR_UNSUPPORTED;
-  }
   SimModel* m = (SimModel*)calloc(1, sizeof(SimModel));
   if (!m) return SIM_ERR_ALLOC;
 
