@@ -22,6 +22,8 @@ static const char* kUsage =
     "  --backend B         cpu (default) or cuda\n"
     "  --no-contact        disable contacts in both engines\n"
     "  --no-constraint     disable all constraints in both engines\n"
+    "  --converged         solver run to convergence in both engines (iterations 1000, tolerance 0,\n"
+    "                      ls_iterations 100)\n"
     "  --no-grad           skip the gradient block\n"
     "  --json              print exactly one JSON object on stdout (notes go to stderr)\n";
 
@@ -68,6 +70,21 @@ static double relerr(const double* a, const double* ref, int n) {
   return sqrt(num) / fmax(sqrt(den), 1e-12);
 }
 
+// same contact set: equal counts and the same multiset of geom pairs (order-insensitive)
+static int cmp_pair(const void* a, const void* b) {
+  const int *x = (const int*)a, *y = (const int*)b;
+  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+static int contacts_equal(int n1, int* g1, int n2, int* g2, int cap) {
+  if (n1 != n2) return 0;
+  int n = n1 < cap ? n1 : cap;
+  qsort(g1, (size_t)n, 2 * sizeof(int), cmp_pair);
+  qsort(g2, (size_t)n, 2 * sizeof(int), cmp_pair);
+  for (int i = 0; i < 2 * n; i++)
+    if (g1[i] != g2[i]) return 0;
+  return 1;
+}
+
 static double round_prec(double x, int f32) { return f32 ? (double)(float)x : x; }
 
 static int mj_data_bad(const mjData* d) {
@@ -89,7 +106,7 @@ static void random_ctrl(const mjModel* m, mjData* d, Rng* rng) {
 
 int verify_main(int argc, char** argv) {
   const char* model = NULL;
-  int nstate = 64, f32 = 1, cuda = 0, json = 0, nocontact = 0, noconstraint = 0;
+  int nstate = 64, f32 = 1, cuda = 0, json = 0, nocontact = 0, noconstraint = 0, converged = 0;
   unsigned long long seed = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -118,6 +135,8 @@ int verify_main(int argc, char** argv) {
       nocontact = 1;
     } else if (!strcmp(a, "--no-constraint")) {
       noconstraint = 1;
+    } else if (!strcmp(a, "--converged")) {
+      converged = 1;
     } else if (!strcmp(a, "--no-grad")) {
       // the gradient block is not built yet: nothing to skip
     } else if (!strcmp(a, "--json")) {
@@ -145,6 +164,11 @@ int verify_main(int argc, char** argv) {
   sim_load_options_default(&opt);
   if (nocontact) opt.disable_add |= mjDSBL_CONTACT;
   if (noconstraint) opt.disable_add |= mjDSBL_CONSTRAINT;
+  if (converged) {
+    opt.iterations = 1000;
+    opt.tolerance = 0;
+    opt.ls_iterations = 100;
+  }
   void* mjv = NULL;
   char err[8192];
   if (sim_load_mjcf(model, &opt, &mjv, err, sizeof(err))) {
@@ -162,8 +186,14 @@ int verify_main(int argc, char** argv) {
   int nq = m->nq, nv = m->nv, nu = m->nu, n = nstate;
   VerifyBatch b = {0};
   b.n = n;
-  double* mem = (double*)calloc((size_t)n * (3 * nq + 6 * nv + nu), sizeof(double));
-  double *ref_qacc, *ref_qpos, *ref_qvel;
+  double* mem = (double*)calloc((size_t)n * (3 * nq + 8 * nv + nu), sizeof(double));
+  double *ref_qacc, *ref_qpos, *ref_qvel, *ref_qfrc;
+  // contacts: ours and MuJoCo's geom pairs per state (first con_cap)
+  b.con_cap = 256;
+  b.ncon = (int*)calloc((size_t)n, sizeof(int));
+  b.con_geom = (int*)calloc((size_t)n * b.con_cap * 2, sizeof(int));
+  int* ref_ncon = (int*)calloc((size_t)n, sizeof(int));
+  int* ref_geom = (int*)calloc((size_t)n * b.con_cap * 2, sizeof(int));
   {
     double* p = mem;
     b.qpos = p, p += (size_t)n * nq;
@@ -175,7 +205,9 @@ int verify_main(int argc, char** argv) {
     b.qvel_next = p, p += (size_t)n * nv;
     ref_qacc = p, p += (size_t)n * nv;
     ref_qpos = p, p += (size_t)n * nq;
-    ref_qvel = p;
+    ref_qvel = p, p += (size_t)n * nv;
+    b.qfrc_constraint = p, p += (size_t)n * nv;
+    ref_qfrc = p;
   }
 
   // sample states from several rollouts, after a burn-in, controls redrawn every step
@@ -215,6 +247,12 @@ int verify_main(int argc, char** argv) {
     memcpy(d->qacc_warmstart, b.warm + s * nv, sizeof(double) * nv);
     mj_forward(m, d);
     memcpy(ref_qacc + s * nv, d->qacc, sizeof(double) * nv);
+    memcpy(ref_qfrc + s * nv, d->qfrc_constraint, sizeof(double) * nv);
+    ref_ncon[s] = d->ncon;
+    for (int c = 0; c < d->ncon && c < b.con_cap; c++) {
+      ref_geom[(s * b.con_cap + c) * 2] = d->contact[c].geom[0];
+      ref_geom[(s * b.con_cap + c) * 2 + 1] = d->contact[c].geom[1];
+    }
     mj_step(m, d);
     memcpy(ref_qpos + s * nq, d->qpos, sizeof(double) * nq);
     memcpy(ref_qvel + s * nv, d->qvel, sizeof(double) * nv);
@@ -225,12 +263,17 @@ int verify_main(int argc, char** argv) {
   if (rc) {
     fprintf(stderr, "adjoint verify: %s: %s\n", model, err);
     free(mem);
+    free(b.ncon);
+    free(b.con_geom);
+    free(ref_ncon);
+    free(ref_geom);
     sim_free_mjmodel(m);
     return 2;
   }
 
   // per-state relative errors; quaternions compared after sign alignment
-  double* e = (double*)malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
+  double* e = (double*)malloc(sizeof(double) * 4 * (size_t)(n > 0 ? n : 1));
+  int nmatch = 0;
   for (int s = 0; s < n; s++) {
     double* q = b.qpos_next + s * nq;
     const double* qr = ref_qpos + s * nq;
@@ -245,28 +288,46 @@ int verify_main(int argc, char** argv) {
     e[s] = relerr(b.qacc + s * nv, ref_qacc + s * nv, nv);
     e[n + s] = relerr(q, qr, nq);
     e[2 * n + s] = relerr(b.qvel_next + s * nv, ref_qvel + s * nv, nv);
+    e[3 * n + s] = relerr(b.qfrc_constraint + s * nv, ref_qfrc + s * nv, nv);
+    nmatch += contacts_equal(b.ncon[s], b.con_geom + (size_t)s * b.con_cap * 2, ref_ncon[s],
+                             ref_geom + (size_t)s * b.con_cap * 2, b.con_cap);
   }
-  Stat sa = stats(e, n), sp = stats(e + n, n), sv = stats(e + 2 * n, n);
+  Stat sa = stats(e, n), sp = stats(e + n, n), sv = stats(e + 2 * n, n), sf = stats(e + 3 * n, n);
+  double cmatch = n > 0 ? (double)nmatch / n : 1;
+  if (b.ncon_overflow || b.nefc_overflow)
+    fprintf(stderr, "note: capacity overflow over %d states: %lld contacts, %lld constraint rows dropped\n", n,
+            b.ncon_overflow, b.nefc_overflow);
   const char* prec = f32 ? "float32" : "float64";
   const char* be = cuda ? "cuda" : "cpu";
   if (json) {
     printf("{\"model\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", \"states\": %d, "
+           "\"converged\": %s, "
            "\"model_info\": {\"nq\": %d, \"nv\": %d, \"nu\": %d, \"ngeom\": %d, \"npair\": %d}, "
            "\"forward\": {\"qacc\": {\"median\": %.6e, \"max\": %.6e}, \"qpos_next\": {\"median\": %.6e, \"max\": %.6e}, "
-           "\"qvel_next\": {\"median\": %.6e, \"max\": %.6e}}}\n",
-           model, prec, be, n, nq, nv, nu, (int)m->ngeom, (int)m->npair, sa.median, sa.max, sp.median, sp.max,
-           sv.median, sv.max);
+           "\"qvel_next\": {\"median\": %.6e, \"max\": %.6e}, \"qfrc_constraint\": {\"median\": %.6e, \"max\": %.6e}, "
+           "\"contacts_match\": %.6f}, \"overflow\": {\"contacts\": %lld, \"rows\": %lld}}\n",
+           model, prec, be, n, converged ? "true" : "false", nq, nv, nu, (int)m->ngeom, b.npair, sa.median, sa.max,
+           sp.median, sp.max, sv.median, sv.max, sf.median, sf.max, cmatch, b.ncon_overflow, b.nefc_overflow);
   } else {
-    printf("adjoint verify: %s  (precision %s, backend %s, %d states, seed %llu)\n", model, prec, be, n, seed);
-    printf("model: nq %d  nv %d  nu %d  ngeom %d  npair %d\n", nq, nv, nu, (int)m->ngeom, (int)m->npair);
+    printf("adjoint verify: %s  (precision %s, backend %s, %d states, seed %llu%s)\n", model, prec, be, n, seed,
+           converged ? ", converged solver" : "");
+    printf("model: nq %d  nv %d  nu %d  ngeom %d  npair %d\n", nq, nv, nu, (int)m->ngeom, b.npair);
     printf("relative error vs MuJoCo 3.12 C float64, per state: |ours - ref| / max(|ref|, 1e-12)\n");
     printf("  %-12s %12s %12s\n", "quantity", "median", "max");
     printf("  %-12s %12.3e %12.3e\n", "qacc", sa.median, sa.max);
     printf("  %-12s %12.3e %12.3e\n", "qpos_next", sp.median, sp.max);
     printf("  %-12s %12.3e %12.3e\n", "qvel_next", sv.median, sv.max);
+    printf("  %-12s %12.3e %12.3e\n", "qfrc_constr", sf.median, sf.max);
+    printf("contacts match MuJoCo's (same geom pairs and count) in %.1f%% of states\n", 100 * cmatch);
+    if (b.ncon_overflow || b.nefc_overflow)
+      printf("overflow: %lld contacts, %lld constraint rows dropped\n", b.ncon_overflow, b.nefc_overflow);
   }
   free(e);
   free(mem);
+  free(b.ncon);
+  free(b.con_geom);
+  free(ref_ncon);
+  free(ref_geom);
   sim_free_mjmodel(m);
   return 0;
 }

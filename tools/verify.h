@@ -10,6 +10,13 @@ typedef struct VerifyBatch {
   double* warm;                   // (n, nv) qacc_warmstart
   double* qacc;                   // (n, nv) out: qacc at the state
   double *qpos_next, *qvel_next;  // (n, nq), (n, nv) out: after one step
+  double* qfrc_constraint;        // (n, nv) out: qfrc_constraint at the state
+  int con_cap;                    // contacts recorded per state (in)
+  int* ncon;                      // (n) out: our contact count at the state
+  int* con_geom;                  // (n, con_cap, 2) out: our contacts' geom pairs (first con_cap)
+  int npair;                      // out: candidate pairs of our SimModel
+  long long ncon_overflow;        // out: contacts / rows dropped for lack of capacity, summed over states
+  long long nefc_overflow;
 } VerifyBatch;
 
 int verify_engine_f64(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);

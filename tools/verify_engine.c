@@ -25,6 +25,25 @@ static void load_states(const SimModel* m, SimData* d, const VerifyBatch* b) {
   }
 }
 
+// outputs of the forward pass: qacc, qfrc_constraint, contacts, overflow counters
+static void read_forward(const SimModel* m, const SimData* d, VerifyBatch* b) {
+  for (size_t k = 0; k < (size_t)b->n * m->nv; k++) {
+    b->qacc[k] = d->qacc[k];
+    b->qfrc_constraint[k] = d->qfrc_constraint[k];
+  }
+  b->ncon_overflow = b->nefc_overflow = 0;
+  for (int w = 0; w < b->n; w++) {
+    int nc = m->nconmax > 0 ? d->ncon[w] : 0;
+    b->ncon[w] = nc;
+    for (int c = 0; c < nc && c < b->con_cap && c < m->nconmax; c++) {
+      b->con_geom[((size_t)w * b->con_cap + c) * 2] = d->contact_geom[((size_t)w * m->nconmax + c) * 2];
+      b->con_geom[((size_t)w * b->con_cap + c) * 2 + 1] = d->contact_geom[((size_t)w * m->nconmax + c) * 2 + 1];
+    }
+    b->ncon_overflow += d->ncon_overflow[w];
+    b->nefc_overflow += d->nefc_overflow[w];
+  }
+}
+
 // backend: 0 cpu, 1 cuda. Returns 0 or an error code with a message in err.
 int verify_engine(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen) {
   SimModel* m = NULL;
@@ -38,9 +57,10 @@ int verify_engine(const void* mjmodel, VerifyBatch* b, int backend, char* err, s
     return rc;
   }
   load_states(m, d, b);
+  b->npair = m->npair;
   if (backend == 0) {
     sim_forward(m, d);
-    for (size_t k = 0; k < (size_t)b->n * m->nv; k++) b->qacc[k] = d->qacc[k];
+    read_forward(m, d, b);
     load_states(m, d, b);
     sim_step(m, d);
   } else {
@@ -51,7 +71,7 @@ int verify_engine(const void* mjmodel, VerifyBatch* b, int backend, char* err, s
     if (!rc) rc = simcuda_forward(g);
     if (!rc) rc = simcuda_download(g, d);
     if (!rc) {
-      for (size_t k = 0; k < (size_t)b->n * m->nv; k++) b->qacc[k] = d->qacc[k];
+      read_forward(m, d, b);
       load_states(m, d, b);
       rc = simcuda_upload(g, d);
     }
