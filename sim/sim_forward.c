@@ -177,3 +177,4 @@ void sim_reset(const SimModel* m, SimData* d, int w, int key) {
   }
 }
 #endif
+#include "sim_adjoint.c"
