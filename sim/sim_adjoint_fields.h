@@ -38,6 +38,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, adj_dq, adj, m->nv)       /* qpos (tangent) cotangent collected by the smooth backward */ \
   X(sim_real, adj_dv, adj, m->nv)       /* qvel cotangent collected by the smooth backward */      \
   X(sim_real, adj_du, adj, m->nu)       /* ctrl cotangent collected by the smooth backward */      \
+  X(int, adj_flags, adj, m->nu)         /* SIM_ADJ_* of the evaluation being differentiated */     \
   X(sim_real, adj_xpos, adj, m->nbody * 3)                                                         \
   X(sim_real, adj_xmat, adj, m->nbody * 9)                                                         \
   X(sim_real, adj_xipos, adj, m->nbody * 3)                                                        \

@@ -1,0 +1,43 @@
+// sim_adjoint.h: reverse-mode gradients of control steps (one precision; names mangled as sim.h's).
+//
+// Usage (CPU; the CUDA backend mirrors it):
+//   sim_adjoint_enable(m, T * nsub);          // before sim_data_create: sizes the tape and cotangents
+//   sim_data_create(m, nworld, &d);            // without enable, SimData holds no gradient memory
+//   for t < T: set d->ctrl; sim_control_step(m, d, nsub, 1);         // records each substep's input
+//   set d->adj_qpos (nv, tangent of mj_differentiatePos), d->adj_qvel = dL/d(final state)
+//   for t = T-1..0: sim_control_step_backward(m, d, nsub);   // adj_qpos/adj_qvel <- input cotangents,
+//                     read d->adj_ctrl (dL/dctrl_t); add per-step loss cotangents to adj_qpos/adj_qvel
+// The backward recomputes each substep from the tape (states only are stored) and keeps the world's state.
+// Smooth dynamics only: constraint rows are not differentiated yet (sim_adj_solver in sim_adjoint.c is the
+// slot of the constraint adjoint).
+#ifndef ADJ_SIM_ADJOINT_H
+#define ADJ_SIM_ADJOINT_H
+
+#include "sim_common.h"
+#include "sim_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define sim_adjoint_enable SIM_SFX(sim_adjoint_enable)
+#define sim_tape_clear SIM_SFX(sim_tape_clear)
+#define sim_control_step SIM_SFX(sim_control_step)
+#define sim_control_step_backward SIM_SFX(sim_control_step_backward)
+
+// Enables gradients for SimData created from m afterwards: cotangent buffers and a tape of ntape substeps.
+int sim_adjoint_enable(SimModel* m, int ntape);
+// Empties every world's tape.
+void sim_tape_clear(const SimModel* m, SimData* d);
+// nsub physics substeps (sim_step) per world; record: push each substep's input on the tape
+// (SIM_ERR_ARG if gradients are not enabled or the tape would overflow; nothing is run then).
+int sim_control_step(const SimModel* m, SimData* d, int nsub, int record);
+// Pops nsub substeps: maps adj_qpos/adj_qvel (cotangents of the step's output) to those of its input and
+// writes adj_ctrl (cotangent of the step's ctrl). SIM_ERR_ARG if fewer than nsub substeps are recorded.
+int sim_control_step_backward(const SimModel* m, SimData* d, int nsub);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

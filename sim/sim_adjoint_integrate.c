@@ -1,0 +1,181 @@
+// sim_adjoint_integrate.c: reverse-mode VJPs of sim_integrate.c: the position update (mj_integratePos with
+// quaternions, in tangent space) and the integrator adjoints of physics.md section 3.1 for Euler with
+// implicit damping and implicitfast (standalone free-body 6x6 block included). RK4 is in sim_adjoint.c.
+//
+// Integrators solve Q a_int = qfrc_smooth + qfrc_constraint = M a. With y = Q^-T a_int-bar:
+//   a-bar += M y;   theta-bar += d_theta[y' M (a - a_int)] - d_theta[y' (Q - M) a_int]   (a, a_int frozen)
+// Euler: Q - M = h diag(b(v)). implicitfast: Q - M = -h sym(qDeriv) (+ h G on free blocks, G = d bias / dv).
+#include "sim_model.h"
+#include "sim_math.h"
+
+// VJP of qpos' = qpos (+) vel*h at (qpos, vel): qbar_out (nv, tangent at qpos') -> qbar_in += (tangent at
+// qpos), velbar += . Quaternions: q' = q exp(h w): d' = R(hw)' d + Jr(hw) h dw (body frame).
+SIM_FN void sim_adj_integratePos(const SimModel* m, const sim_real* vel, sim_real h, const sim_real* qbar_out,
+                                 sim_real* qbar_in, sim_real* velbar, int lane, int nlane) {
+  for (int j = lane; j < m->njnt; j += nlane) {
+    int vadr = m->jnt_dofadr[j], type = m->jnt_type[j];
+    int nlin = type == SIM_JNT_FREE ? 3 : (type == SIM_JNT_BALL ? 0 : 1);
+    for (int i = 0; i < nlin; i++) {
+      qbar_in[vadr + i] += qbar_out[vadr + i];
+      velbar[vadr + i] += h * qbar_out[vadr + i];
+    }
+    if (type == SIM_JNT_FREE || type == SIM_JNT_BALL) {
+      int r = vadr + nlin;
+      sim_real phi[3], R[9], t[3];
+      simu_scl3(phi, vel + r, h);
+      simu_adj_expmat(R, phi);
+      simu_mulMatVec3(t, R, qbar_out + r);
+      simu_add3(qbar_in + r, qbar_in + r, t);
+      simu_adj_JrT(t, phi, qbar_out + r);
+      for (int e = 0; e < 3; e++) velbar[r + e] += h * t[e];
+    }
+  }
+  SIM_SYNC();
+}
+
+// derivative of b(v) = mjd_xPolyForce(damping, poly, v) (odd in v)
+SIM_FN sim_real simu_adj_dampDeriv2(const sim_real* poly, sim_real v) {
+  sim_real av = sim_fabs(v), res = 0, p = 1;
+  for (int k = 0; k < SIM_NPOLY; k++) {
+    res += (k + 2) * (k + 1) * poly[k] * p;
+    p *= av;
+  }
+  return v < 0 ? -res : res;
+}
+
+// y' sym(w w')|pattern a: the part of y' qDeriv a that one rank-1 term (dofs, weights) contributes through
+// M's lower pattern (entries outside it are dropped by implicitfast, as MuJoCo's mapD2M)
+SIM_FN sim_real sim_adj_pattern_quad(const SimModel* m, const int* dofs, const sim_real* w, int num,
+                                     const sim_real* y, const sim_real* a) {
+  sim_real s = 0;
+  for (int p = 0; p < num; p++) {
+    int i = dofs[p];
+    for (int q = 0; q < num; q++) {
+      int j = dofs[q];
+      if (j > i) continue;
+      int found = 0;
+      int radr = m->M_rowadr[i], rnnz = m->M_rownnz[i];
+      for (int k = radr; k < radr + rnnz; k++)
+        if (m->M_colind[k] == j) {
+          found = 1;
+          break;
+        }
+      if (!found) continue;
+      sim_real wpq = w[p] * w[q];
+      s += i == j ? wpq * y[i] * a[i] : wpq * (y[i] * a[j] + y[j] * a[i]);
+    }
+  }
+  return s;
+}
+
+// theta-bar += h d_theta[y' qDeriv a] (implicitfast's D: actuators via raw ctrl, dof and tendon dampers via v)
+SIM_FN void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flags, const sim_real* y, const sim_real* a,
+                           int lane) {
+  if (lane == 0) {
+    sim_real h = m->timestep;
+    if (!(m->disableflags & SIM_DSBL_ACTUATION)) {
+      for (int u = 0; u < m->nu; u++) {
+        if (flags[u] & SIM_ADJ_FORCE_CLAMPED) continue;
+        if (m->actuator_gaintype[u] != SIM_GAIN_AFFINE || m->actuator_gainprm[3 * u + 2] == 0) continue;
+        int adr = m->actuator_momadr[u], num = m->actuator_momnum[u];
+        d->adj_du[u] += h * m->actuator_gainprm[3 * u + 2] *
+                        sim_adj_pattern_quad(m, m->moment_dof + adr, m->moment_val + adr, num, y, a);
+      }
+    }
+    if (!(m->disableflags & SIM_DSBL_DAMPER)) {
+      for (int i = 0; i < m->nv; i++)
+        d->adj_dv[i] -= h * simu_adj_dampDeriv2(m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i]) * y[i] * a[i];
+      for (int t = 0; t < m->ntendon; t++) {
+        const sim_real* poly = m->tendon_dampingpoly + SIM_NPOLY * t;
+        if (simu_isZero(poly, SIM_NPOLY)) continue;
+        int adr = m->tendon_adr[t], num = m->tendon_num[t];
+        sim_real g = -h * simu_adj_dampDeriv2(poly, d->ten_velocity[t]) *
+                     sim_adj_pattern_quad(m, m->wrap_dofadr + adr, m->wrap_prm + adr, num, y, a);
+        for (int k = 0; k < num; k++) d->adj_dv[m->wrap_dofadr[adr + k]] += g * m->wrap_prm[adr + k];
+      }
+    }
+  }
+  SIM_SYNC();
+}
+
+// G = d qfrc_bias / d qvel of a standalone free body (as sim_freebody_matrix, before the h scaling), with
+// the angular velocity wloc (body frame) in place of the state's; lin = K R (out, for the q term)
+SIM_FN void sim_adj_freebias_G(const SimModel* m, const SimWorld* d, int jnt, const sim_real wloc[3], sim_real G[36],
+                               sim_real lin[9]) {
+  int body = m->jnt_bodyid[jnt];
+  const sim_real* R = d->xmat + 9 * body;
+  const sim_real* Xi = d->ximat + 9 * body;
+  const sim_real* inertia = m->body_inertia + 3 * body;
+  sim_real mass = m->body_mass[body];
+  sim_real s[3], w[3];
+  simu_sub3(s, d->xipos + 3 * body, d->xpos + 3 * body);
+  simu_mulMatVec3(w, R, wloc);
+  sim_real XiI[9], Iw[9];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) XiI[3 * i + c] = Xi[3 * i + c] * inertia[c];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) Iw[3 * i + c] = XiI[3 * i] * Xi[3 * c] + XiI[3 * i + 1] * Xi[3 * c + 1] + XiI[3 * i + 2] * Xi[3 * c + 2];
+  sim_real ws[3], Iww[3];
+  simu_cross(ws, w, s);
+  simu_mulMatVec3(Iww, Iw, w);
+  sim_real wds = simu_dot3(w, s);
+  // K = [w x s]x + [w]x [s]x
+  sim_real K[9] = {s[0] * w[0] - wds, s[0] * w[1] - ws[2], s[0] * w[2] + ws[1],
+                   s[1] * w[0] + ws[2], s[1] * w[1] - wds, s[1] * w[2] - ws[0],
+                   s[2] * w[0] - ws[1], s[2] * w[1] + ws[0], s[2] * w[2] - wds};
+  sim_real C[9], RtC[9], rot[9];
+  simu_mulMatMat3(lin, K, R);
+  // C = -m [s]x K + [w]x Iw - [Iw w]x
+  for (int c = 0; c < 3; c++) {
+    sim_real sk0 = s[1] * K[6 + c] - s[2] * K[3 + c];
+    sim_real sk1 = s[2] * K[c] - s[0] * K[6 + c];
+    sim_real sk2 = s[0] * K[3 + c] - s[1] * K[c];
+    sim_real wi0 = w[1] * Iw[6 + c] - w[2] * Iw[3 + c];
+    sim_real wi1 = w[2] * Iw[c] - w[0] * Iw[6 + c];
+    sim_real wi2 = w[0] * Iw[3 + c] - w[1] * Iw[c];
+    C[c] = -mass * sk0 + wi0 + (c == 1 ? Iww[2] : (c == 2 ? -Iww[1] : 0));
+    C[3 + c] = -mass * sk1 + wi1 + (c == 0 ? -Iww[2] : (c == 2 ? Iww[0] : 0));
+    C[6 + c] = -mass * sk2 + wi2 + (c == 0 ? Iww[1] : (c == 1 ? -Iww[0] : 0));
+  }
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) RtC[3 * i + c] = R[i] * C[c] + R[3 + i] * C[3 + c] + R[6 + i] * C[6 + c];
+  simu_mulMatMat3(rot, RtC, R);
+  for (int k = 0; k < 36; k++) G[k] = 0;
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) {
+      G[6 * r + 3 + c] = -mass * lin[3 * r + c];
+      G[6 * (3 + r) + 3 + c] = rot[3 * r + c];
+    }
+}
+
+// free blocks: y_b = A^-T a_int-bar_b (overwrites adj_y there) and theta-bar -= h d_theta[y_b' G a_b]
+SIM_FN void sim_adj_freebody(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_real h = m->timestep;
+  for (int j = lane; j < m->njnt; j += nlane) {
+    if (!m->jnt_freebody[j]) continue;
+    int adr = m->jnt_dofadr[j], body = m->jnt_bodyid[j];
+    sim_real A[36], At[36], y[6], G[36], lin[9];
+    sim_freebody_matrix(m, d, j, A);
+    for (int r = 0; r < 6; r++)
+      for (int c = 0; c < 6; c++) At[6 * r + c] = A[6 * c + r];
+    if (!simu_solve6(At, y, d->adj_qacc_int + adr)) continue;
+    for (int r = 0; r < 6; r++) d->adj_y[adr + r] = y[r];
+    const sim_real* a = d->qacc_int + adr;
+    // v-term: G is linear in w and y' G(v) a = y' G(a) v, so d/dv = G(a)' y
+    sim_adj_freebias_G(m, d, j, a + 3, G, lin);
+    for (int c = 3; c < 6; c++) {
+      sim_real s = 0;
+      for (int r = 0; r < 6; r++) s += G[6 * r + c] * y[r];
+      d->adj_dv[adr + c] -= h * s;
+    }
+    // q-term: only the translational rows -m K R depend on the orientation (the rotational block is
+    // frame-invariant): d/dtheta [y_t' (-m K R a_r)] = -m R' ((K R a_r) x y_t)
+    sim_adj_freebias_G(m, d, j, d->qvel + adr + 3, G, lin);
+    sim_real la[3], g[3], gl[3];
+    simu_mulMatVec3(la, lin, a + 3);
+    simu_cross(g, la, y);
+    simu_mulMatTVec3(gl, d->xmat + 9 * body, g);
+    for (int e = 0; e < 3; e++) d->adj_dq[adr + 3 + e] -= h * (-m->body_mass[body]) * gl[e];
+  }
+  SIM_SYNC();
+}
