@@ -30,8 +30,8 @@ include($repo/cmake/adj_test.cmake)
 add_subdirectory($repo/nn nn)
 EOF
 build=$repo/build-nn-bench
-cmake -S "$top" -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/cmake.log" || { cat "$out/cmake.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+cmake -S "$top" -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90 > /tmp/nn_cmake.log || { cat /tmp/nn_cmake.log; exit 1; }
+cmake --build "$build" -j"$(nproc)" > /tmp/nn_build.log 2>&1 || { tail -40 /tmp/nn_build.log; exit 1; }
 if [ "${2:-}" = profile ]; then  # per-GEMM candidate timings (development aid)
   "$build/nn/nn_bench" --profile > "$out/profile.txt"; grep -E "==|elementwise" "$out/profile.txt"; exit 0
 fi
@@ -42,6 +42,10 @@ h1=$("$build/nn/nn_cuda_determinism" | grep hash)
 h2=$("$build/nn/nn_cuda_determinism" | grep hash)
 echo "$h1"
 if [ "$h1" = "$h2" ]; then echo "determinism across two processes: identical hashes"; else echo "determinism across processes: DIFFERENT: $h2"; fi
-"$build/nn/nn_bench" --all --json "$out/nn_ours.json" | tee "$out/nn_ours.txt"
-python3 "$repo/bench/nn_torch.py" --json "$out/nn_torch.json" | tee "$out/nn_torch.txt"
+"$build/nn/nn_bench" --all --json "$out/nn_ours.json"
+if [ -n "${NN_BENCH_EXTRA:-}" ]; then  # development: also time without cuBLASLt split-K, and per-GEMM profile
+  "$build/nn/nn_bench" --all --no-splitk --json "$out/nn_ours_nosplitk.json" | sed -n 1,14p
+  "$build/nn/nn_bench" --profile > "$out/profile.txt"
+fi
+python3 "$repo/bench/nn_torch.py" --json "$out/nn_torch.json"
 python3 "$repo/bench/nn_report.py" "$out/nn_ours.json" "$out/nn_torch.json" | tee "$out/nn_report.md"

@@ -121,10 +121,12 @@ static int time_it(Ctx* c, int out_dim, int (*fn)(Ctx*, int), int graph, int ite
   return 0;
 }
 
+static int g_extra_flags = 0;  // --no-splitk
+
 static int ctx_make(Ctx* c, const NnConfig* cfg, int B, int tf32, cudaStream_t s) {
   memset(c, 0, sizeof(*c));
   c->B = B, c->s = s;
-  BCK(nn_cuda_mlp_create(&c->m, cfg, B, tf32, s));
+  BCK(nn_cuda_mlp_create(&c->m, cfg, B, (tf32 ? NN_CUDA_TF32 : 0) | g_extra_flags, s));
   BCK(nn_cuda_mlp_init(c->m, 1));
   NnAdamConfig ac = {1e-4, 0.9, 0.999, 1e-8, 0, 0, 0, NN_LR_CONSTANT, 0, 0, 0};
   BCK(nn_cuda_adam_create(&c->a, &ac, nn_cuda_mlp_param_count(c->m), NULL, s));
@@ -193,8 +195,9 @@ int nn_bench_main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--tf32") && i + 1 < argc) precs = atoi(argv[++i]) ? 2 : 1;
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--no-splitk")) g_extra_flags |= NN_CUDA_NO_SPLITK;
     else {
-      fprintf(stderr, "usage: adjoint bench nn [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH]\n");
+      fprintf(stderr, "usage: adjoint bench nn [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH] [--no-splitk] [--profile]\n");
       return 1;
     }
   }

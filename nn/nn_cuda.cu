@@ -191,31 +191,34 @@ __global__ void k_hidden_bwd(const float* dy, const float* __restrict__ z, const
   }
 }
 
-// out[q][j] = sum over blocks p (in order) of part[p][q][j]; out[q] = dst + off[q]
-__global__ void k_colsum_finalize(const float* __restrict__ part, int P, int nq, int h, float* dst, long long off0,
-                                  long long off1, long long off2) {
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= nq * h) return;
-  int q = t / h, j = t - q * h;
+// Gradient finalization, one launch per backward: every job sums `count` partial slices laid out
+// (count, nq, n) in slice order into grads[dst[q] + j] (weight-gradient batch slices: nq = 1, n = in*out;
+// column partials of the bias/gamma/beta gradients: nq = 1 or 3, n = width).
+typedef struct {
+  const float* src;
+  int count, nq, n;
+  long long dst[3];
+} NnFinJob;
+#define NN_MAX_FIN_JOBS (2 * NN_MAX_LAYERS)
+typedef struct {
+  NnFinJob j[NN_MAX_FIN_JOBS];
+} NnFinJobs;
+
+__global__ void k_finalize(const NnFinJobs jobs, float* __restrict__ grads) {
+  const NnFinJob* J = &jobs.j[blockIdx.y];
+  long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= (long long)J->nq * J->n) return;
+  int q = (int)(t / J->n);
+  long long j = t - (long long)q * J->n;
   float s = 0.f;
-  for (int p = 0; p < P; p++) s += part[((size_t)p * nq + q) * h + j];
-  long long off = q == 0 ? off0 : (q == 1 ? off1 : off2);
-  dst[off + j] = s;
+  for (int p = 0; p < J->count; p++) s += J->src[((size_t)p * J->nq + q) * J->n + j];
+  grads[J->dst[q] + j] = s;
 }
 
 // y = scale * act(z) (output layer)
 __global__ void k_out_fwd(const float* __restrict__ z, float* __restrict__ y, long long n, int act, float scale) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = scale * act_f(act, z[i]);
-}
-
-// dst (n) = sum over S slices (stride n) in slice order
-__global__ void k_split_sum(const float* __restrict__ src, int S, long long n, float* __restrict__ dst) {
-  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float s = 0.f;
-  for (int k = 0; k < S; k++) s += src[(size_t)k * n + i];
-  dst[i] = s;
 }
 
 __global__ void k_mse_grad(const float* __restrict__ y, const float* __restrict__ t, long long n, float scale,
@@ -244,7 +247,7 @@ typedef struct {
 
 struct NnCudaMlp {
   NnConfig cfg;
-  int n_layers, max_batch, tf32, batch, next_slot, hidden_ln;
+  int n_layers, max_batch, tf32, splitk, batch, next_slot;
   int64_t n_params;
   NnLayerOffsets lay[NN_MAX_LAYERS];
   float ln_eps, out_scale;
@@ -260,9 +263,11 @@ struct NnCudaMlp {
   float* rstd[NN_MAX_HIDDEN];    // (B)
   float* g0;                     // gradient ping-pong (B, max hidden or out)
   float* g1;
-  float* part;                   // column partials (NN_PART_BLOCKS, 3, max width)
-  float* split_ws;               // wgrad slices
-  size_t split_ws_elems;
+  float* part[NN_MAX_LAYERS];    // column partials (NN_PART_BLOCKS, 3 or 1, out_l)
+  float* split_ws[NN_MAX_LAYERS];  // weight-gradient batch slices (S_max_l, in_l * out_l)
+  size_t split_ws_elems[NN_MAX_LAYERS];
+  NnFinJobs fin;                 // finalization jobs of the backward in progress
+  int n_fin;
   void* lt_ws;                   // cuBLASLt workspace
   const float* x;                // input of the last forward
 };
@@ -307,7 +312,9 @@ static int gemm_plan(NnCudaMlp* M, NnGemm* g, int ta, int tb, int m, int n, int 
   cublasLtMatmulPreference_t pref;
   CKB(cublasLtMatmulPreferenceCreate(&pref));
   uint64_t wsz = NN_LT_WORKSPACE;
-  uint32_t red = CUBLASLT_REDUCTION_SCHEME_NONE;  // no split-K reductions: fixed summation order
+  // split-K only with reductions through a workspace in a separate, ordered step (fixed summation order)
+  uint32_t red = M->splitk ? (uint32_t)(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)
+                           : (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
   uint32_t al = 16;
   cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz));
   if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof(red));
@@ -372,7 +379,7 @@ static int plan_get(NnCudaMlp* M, int B, NnPlan** out) {
 // ---------------------------------------------------------------------------------------------------------
 // MLP
 // ---------------------------------------------------------------------------------------------------------
-extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int tf32, void* stream) {
+extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int flags, void* stream) {
   if (!out || nn_config_check(cfg) || max_batch <= 0) return NN_EINVAL;
   *out = NULL;
   for (int i = 0; i < cfg->n_hidden; i++)
@@ -381,7 +388,7 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   if (!M) return NN_ENOMEM;
   M->cfg = *cfg;
   M->n_layers = cfg->n_hidden + 1;
-  M->max_batch = max_batch, M->tf32 = tf32 ? 1 : 0;
+  M->max_batch = max_batch, M->tf32 = (flags & NN_CUDA_TF32) ? 1 : 0, M->splitk = (flags & NN_CUDA_NO_SPLITK) ? 0 : 1;
   M->n_params = nn_param_count(cfg);
   M->ln_eps = (float)(cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5);
   M->out_scale = (float)(cfg->out_scale != 0 ? cfg->out_scale : 1.0);
@@ -392,12 +399,8 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
     maxw = M->lay[l].out > maxw ? M->lay[l].out : maxw;
     if (l > 0) maxw = M->lay[l].in > maxw ? M->lay[l].in : maxw;
   }
-  size_t split = 1;
-  for (int l = 0; l < M->n_layers; l++) {
-    size_t s = (size_t)split_for(M->lay[l].in, M->lay[l].out, 1 << 30) * M->lay[l].in * M->lay[l].out;
-    split = s > split ? s : split;
-  }
-  M->split_ws_elems = split;
+  for (int l = 0; l < M->n_layers; l++)
+    M->split_ws_elems[l] = (size_t)split_for(M->lay[l].in, M->lay[l].out, 1 << 30) * M->lay[l].in * M->lay[l].out;
   // one allocation, every array 256-byte aligned
   size_t B = (size_t)max_batch, sz = 0, off[64];
   int k = 0;
@@ -405,11 +408,11 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   off[k++] = sz, sz += align256(4 * (size_t)M->n_params);  // grads
   off[k++] = sz, sz += align256(4 * B * maxw);             // g0
   off[k++] = sz, sz += align256(4 * B * maxw);             // g1
-  off[k++] = sz, sz += align256(4 * (size_t)NN_PART_BLOCKS * 3 * maxw);
-  off[k++] = sz, sz += align256(4 * split);
   off[k++] = sz, sz += align256(NN_LT_WORKSPACE);
   for (int l = 0; l < M->n_layers; l++) {
-    off[k++] = sz, sz += align256(4 * B * M->lay[l].out);  // z
+    off[k++] = sz, sz += align256(4 * (size_t)NN_PART_BLOCKS * 3 * M->lay[l].out);  // part
+    off[k++] = sz, sz += align256(4 * M->split_ws_elems[l]);                       // split_ws
+    off[k++] = sz, sz += align256(4 * B * M->lay[l].out);                          // z
     if (l < cfg->n_hidden) {
       off[k++] = sz, sz += align256(4 * B * M->lay[l].out);  // y
       off[k++] = sz, sz += align256(4 * B);
@@ -427,10 +430,10 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   M->grads = (float*)(b + off[k++]);
   M->g0 = (float*)(b + off[k++]);
   M->g1 = (float*)(b + off[k++]);
-  M->part = (float*)(b + off[k++]);
-  M->split_ws = (float*)(b + off[k++]);
   M->lt_ws = (void*)(b + off[k++]);
   for (int l = 0; l < M->n_layers; l++) {
+    M->part[l] = (float*)(b + off[k++]);
+    M->split_ws[l] = (float*)(b + off[k++]);
     M->z[l] = (float*)(b + off[k++]);
     if (l < cfg->n_hidden) {
       M->y[l] = (float*)(b + off[k++]);
@@ -575,7 +578,7 @@ extern "C" int nn_cuda_mlp_infer(NnCudaMlp* M, const float* P, const float* x, i
 }
 
 // dz from dy for a layer of width h (LN or not), with bias (+gamma, beta) gradients into grads
-static int layer_bwd(NnCudaMlp* M, int B, int h, int ln, int act, float scale, const float* dy, const float* z,
+static int layer_bwd(NnCudaMlp* M, int l, int B, int h, int ln, int act, float scale, const float* dy, const float* z,
                      const float* mean, const float* rstd, const float* gamma, float* dz, long long ob, long long og,
                      long long obe) {
   int P = NN_PART_BLOCKS < B ? NN_PART_BLOCKS : B;
@@ -583,15 +586,15 @@ static int layer_bwd(NnCudaMlp* M, int B, int h, int ln, int act, float scale, c
   P = (B + rpb - 1) / rpb;
   size_t smem = (size_t)8 * h * sizeof(float);
   if (ln)
-    launch_hidden_bwd<true>(npl_for(h), (unsigned)P, smem, M->stream, dy, z, mean, rstd, gamma, dz, M->part, B, h,
-                            rpb, act, scale);
+    launch_hidden_bwd<true>(npl_for(h), (unsigned)P, smem, M->stream, dy, z, mean, rstd, gamma, dz, M->part[l], B,
+                            h, rpb, act, scale);
   else
-    launch_hidden_bwd<false>(npl_for(h), (unsigned)P, smem, M->stream, dy, z, NULL, NULL, NULL, dz, M->part, B, h,
-                             rpb, act, scale);
+    launch_hidden_bwd<false>(npl_for(h), (unsigned)P, smem, M->stream, dy, z, NULL, NULL, NULL, dz, M->part[l], B,
+                             h, rpb, act, scale);
   CKL();
-  int nq = ln ? 3 : 1;
-  k_colsum_finalize<<<nblocks((long long)nq * h, 256), 256, 0, M->stream>>>(M->part, P, nq, h, M->grads, ob, og, obe);
-  CKL();
+  NnFinJob* J = &M->fin.j[M->n_fin++];
+  J->src = M->part[l], J->count = P, J->nq = ln ? 3 : 1, J->n = h;
+  J->dst[0] = ob, J->dst[1] = og, J->dst[2] = obe;
   return NN_OK;
 }
 
@@ -602,11 +605,12 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
   int r = plan_get(M, B, &p);
   if (r) return r;
   const float* P = M->params;
+  M->n_fin = 0;
   // output layer: dz = dy * scale * act'(z), bias gradient
   const NnLayerOffsets* oL = &M->lay[L - 1];
   int ident = M->cfg.out_act == NN_ACT_NONE && M->out_scale == 1.f;
   float* dzo = ident ? NULL : M->g0;
-  if ((r = layer_bwd(M, B, oL->out, 0, M->cfg.out_act, M->out_scale, dy, ident ? NULL : M->z[L - 1], NULL, NULL,
+  if ((r = layer_bwd(M, L - 1, B, oL->out, 0, M->cfg.out_act, M->out_scale, dy, ident ? NULL : M->z[L - 1], NULL, NULL,
                      NULL, dzo, oL->b, 0, 0)))
     return r;
   const float* dz = ident ? dy : M->g0;
@@ -614,12 +618,11 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
     const NnLayerOffsets* o = &M->lay[l];
     const float* xin = l == 0 ? M->x : M->y[l - 1];
     int S = p->split[l];
-    float* wdst = S > 1 ? M->split_ws : M->grads + o->w;
+    float* wdst = S > 1 ? M->split_ws[l] : M->grads + o->w;
     if ((r = gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL))) return r;
     if (S > 1) {
-      long long n = (long long)o->in * o->out;
-      k_split_sum<<<nblocks(n, 256), 256, 0, M->stream>>>(M->split_ws, S, n, M->grads + o->w);
-      CKL();
+      NnFinJob* J = &M->fin.j[M->n_fin++];
+      J->src = M->split_ws[l], J->count = S, J->nq = 1, J->n = o->in * o->out, J->dst[0] = o->w;
     }
     if (l == 0 && !dx) break;
     float* dnext = l == 0 ? dx : (dz == M->g0 ? M->g1 : M->g0);
@@ -627,12 +630,19 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
     if (l == 0) break;
     const NnLayerOffsets* q = &M->lay[l - 1];
     int ln = M->cfg.layer_norm;
-    if ((r = layer_bwd(M, B, q->out, ln, M->cfg.act, 1.f, dnext, M->z[l - 1], ln ? M->mean[l - 1] : NULL,
+    if ((r = layer_bwd(M, l - 1, B, q->out, ln, M->cfg.act, 1.f, dnext, M->z[l - 1], ln ? M->mean[l - 1] : NULL,
                        ln ? M->rstd[l - 1] : NULL, ln ? P + q->gamma : NULL, dnext, q->b, ln ? q->gamma : 0,
                        ln ? q->beta : 0)))
       return r;
     dz = dnext;
   }
+  long long most = 1;
+  for (int i = 0; i < M->n_fin; i++) {
+    long long n = (long long)M->fin.j[i].nq * M->fin.j[i].n;
+    most = n > most ? n : most;
+  }
+  k_finalize<<<dim3(nblocks(most, 256), (unsigned)M->n_fin), 256, 0, M->stream>>>(M->fin, M->grads);
+  CKL();
   return NN_OK;
 }
 
@@ -1019,7 +1029,8 @@ static void prof_gemm(NnCudaMlp* M, FILE* f, const char* label, int ta, int tb, 
     cublasLtMatmulPreference_t pref;
     cublasLtMatmulPreferenceCreate(&pref);
     uint64_t wsz = NN_LT_WORKSPACE;
-    uint32_t red = allow ? (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK : (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
+    uint32_t red = allow ? (uint32_t)(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)
+                         : (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz));
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof(red));
     cublasLtMatmulHeuristicResult_t res[16];
@@ -1043,7 +1054,7 @@ static void prof_gemm(NnCudaMlp* M, FILE* f, const char* label, int ta, int tb, 
     }
     double fl = 2.0 * m * n * (double)k * count;
     fprintf(f, "%-26s %s m%5d n%6d k%6d x%-3d cand %2d  first %8.4f ms (%5.1f TF)  best #%d %8.4f ms (%5.1f TF) splitk %d red %d\n",
-            label, allow ? "red-any " : "red-none", m, n, k, count, found, t0, fl / t0 * 1e-9, bi, best,
+            label, allow ? "red-ord " : "red-none", m, n, k, count, found, t0, fl / t0 * 1e-9, bi, best,
             fl / best * 1e-9, bsk, bred);
     gemm_free(&g);
   }
@@ -1057,20 +1068,21 @@ typedef struct {
 static int prof_ew_fn(void* p) {
   ProfEw* e = (ProfEw*)p;
   NnCudaMlp* M = e->M;
+  M->n_fin = 0;
   const NnLayerOffsets* o = &M->lay[e->l];
   int h = o->out;
   if (!e->bwd)
     launch_hidden_fwd<true>(npl_for(h), nblocks(e->B, 8), M->stream, M->z[e->l], M->y[e->l], M->mean[e->l],
                             M->rstd[e->l], M->params + o->gamma, M->params + o->beta, e->B, h, M->cfg.act, M->ln_eps);
   else
-    layer_bwd(M, e->B, h, 1, M->cfg.act, 1.f, M->g0, M->z[e->l], M->mean[e->l], M->rstd[e->l], M->params + o->gamma,
+    layer_bwd(M, e->l, e->B, h, 1, M->cfg.act, 1.f, M->g0, M->z[e->l], M->mean[e->l], M->rstd[e->l], M->params + o->gamma,
               M->g1, o->b, o->gamma, o->beta);
   return 0;
 }
 
 extern "C" int nn_cuda_profile(const NnConfig* cfg, int B, int tf32, FILE* f) {
   NnCudaMlp* M;
-  int r = nn_cuda_mlp_create(&M, cfg, B, tf32, NULL);
+  int r = nn_cuda_mlp_create(&M, cfg, B, tf32 ? NN_CUDA_TF32 : 0, NULL);
   if (r) return r;
   nn_cuda_mlp_init(M, 1);
   float* x;
@@ -1099,11 +1111,11 @@ extern "C" int nn_cuda_profile(const NnConfig* cfg, int B, int tf32, FILE* f) {
                 M->g0, M->g1, NULL);
     }
     for (int S = 1; S <= 64; S *= 2) {
-      if (B % S || B / S < 128 || (size_t)S * in * o > M->split_ws_elems) continue;
+      if (B % S || B / S < 128 || (size_t)S * in * o > M->split_ws_elems[l]) continue;
       int c = B / S;
       snprintf(lab, sizeof lab, "L%d wgrad S=%d%s", l, S, S == split_for(in, o, B) ? "*" : "");
       prof_gemm(M, f, lab, 0, 1, in, o, c, in, o, in, S, (long long)c * in, (long long)c * o, (long long)in * o,
-                CUBLASLT_EPILOGUE_DEFAULT, xin, M->g0, M->split_ws, NULL);
+                CUBLASLT_EPILOGUE_DEFAULT, xin, M->g0, M->split_ws[l], NULL);
     }
     if (l < cfg->n_hidden) {
       ProfEw e = {M, l, B, 0};

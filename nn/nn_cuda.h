@@ -1,9 +1,10 @@
 // nn/ on the GPU: the MLP of nn.h with cuBLASLt GEMMs, plus Adam/AdamW (+EMA) and the observation normalizer,
 // all on device memory, asynchronous on one stream, allocation-free and CUDA-graph capturable after creation
 // (call nn_cuda_mlp_prepare for every batch size before capturing), and bitwise deterministic run to run:
-// cuBLASLt algorithms are chosen once per shape with split-K reductions disallowed; the weight-gradient GEMMs
-// split the batch into a fixed number of slices summed in a fixed order; column sums (bias, LayerNorm
-// gradients) go through per-block partials summed in a fixed order; no atomics.
+// cuBLASLt algorithms are chosen once per shape (heuristic's first choice, cached with its descriptors);
+// split-K only with ordered workspace reductions; the weight-gradient GEMMs split the batch into a fixed number
+// of slices summed in a fixed order; column sums (bias, LayerNorm gradients) go through per-block partials
+// summed in a fixed order; no atomics anywhere.
 //
 // Parameter layout is nn.h's (nn_layer_offsets), so vectors copy between CPU and GPU unchanged.
 // Pointers named *_dev are device memory; every device pointer passed in must be 16-byte aligned.
@@ -19,8 +20,12 @@ extern "C" {
 int nn_cuda_device_count(void);  // 0 when there is no usable device
 
 typedef struct NnCudaMlp NnCudaMlp;
-// tf32 = 1: GEMMs on the tensor cores in TF32 (opt-in; about 1e-3 relative error); 0: exact fp32.
-int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int tf32, void* stream);
+// flags: NN_CUDA_TF32 runs the GEMMs on the tensor cores in TF32 (opt-in; ~5e-4 relative error against fp32);
+// NN_CUDA_NO_SPLITK forbids cuBLASLt split-K altogether (by default split-K is allowed only with the
+// workspace reduction schemes, which sum the parts in a fixed order in a separate step).
+#define NN_CUDA_TF32 1
+#define NN_CUDA_NO_SPLITK 2
+int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int flags, void* stream);
 void nn_cuda_mlp_destroy(NnCudaMlp* m);
 int64_t nn_cuda_mlp_param_count(const NnCudaMlp* m);
 float* nn_cuda_mlp_params(NnCudaMlp* m);  // device (n_params)

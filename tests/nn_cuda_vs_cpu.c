@@ -30,7 +30,7 @@ static void mlp_case(const char* name, NnConfig c, int B, double tol) {
   NnMlp* cm;
   NnCudaMlp* gm;
   TEST_CHECK(nn_mlp_create(&cm, &c, B) == 0, "cpu create");
-  int r = nn_cuda_mlp_create(&gm, &c, B, tol > 1e-4, NULL);
+  int r = nn_cuda_mlp_create(&gm, &c, B, tol > 1e-4 ? NN_CUDA_TF32 : 0, NULL);
   TEST_CHECK(r == 0, "%s: cuda create: %s", name, nn_strerror(r));
   if (r) return;
   nn_mlp_init(cm, 77);
