@@ -1,0 +1,56 @@
+// algo.h: the algorithm interface the trainer drives (trainer.c: rollout -> update -> log -> checkpoint).
+//
+// An algorithm owns its networks, optimizers, rollout buffers and random streams; the trainer owns the run
+// (config, environment batch, run directory, metrics, checkpoints). One `iterate` call is one iteration: a
+// rollout of algo.horizon control steps on the EnvBatch followed by the update. Everything that determines the
+// algorithm's future is exposed through `state` as named arrays (checkpointed bit-exactly); `policy_only`
+// selects the subset evaluation needs (parameters, normalizer), which does not depend on env.num_envs.
+//
+// Device readiness: buffers are world-major and rollouts touch the host only through EnvBatch; the CUDA trainer
+// will keep the same state names so checkpoints move between backends.
+#ifndef ADJ_ALGO_ALGO_H
+#define ADJ_ALGO_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/cfg.h"
+#include "algo/ckpt.h"
+#include "envs/env.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ALGO_MAX_METRICS 16
+
+typedef struct {
+  double sim;       // seconds in env_step (physics, rewards, resets)
+  double networks;  // forward passes, normalizer, optimizer, returns
+  double backward;  // backward passes (network and, for SHAC, simulator adjoint)
+} AlgoTimes;
+
+typedef struct AlgoOps {
+  const char* name;
+  int (*create)(void** out, const Cfg* c, EnvBatch* env, char* err, size_t errlen);
+  void (*destroy)(void* s);
+  // One iteration; metrics (n_metrics values, names below) and times are filled. Returns 0 or an error code.
+  int (*iterate)(void* s, EnvBatch* env, double* metrics, AlgoTimes* times);
+  int (*state)(void* s, CkTensor* t, int max, int policy_only);  // returns the count
+  // Deterministic actions for evaluation: obs (n, obs_dim) -> act (n, act_dim); n <= env.num_envs at create.
+  int (*act_eval)(void* s, const float* obs, int n, float* act);
+  const char* const* metric_names;
+  int n_metrics;
+} AlgoOps;
+
+extern const AlgoOps algo_ppo;
+// Algorithms by algo.name; NULL with a message when the algorithm is not available (yet).
+const AlgoOps* algo_find(const char* name, char* err, size_t errlen);
+
+// Wall-clock seconds (monotonic) for time splits.
+double algo_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,389 @@
+// trainer.c: the training loop, run directory, metrics, TensorBoard, checkpoints, resume, evaluation.
+#define _GNU_SOURCE  // gethostname, strdup
+#include "algo/trainer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "algo/ckpt.h"
+#include "algo/tb.h"
+
+_Static_assert(sizeof(sim_real) == sizeof(float), "the trainer runs the float32 engine (sim_real = float)");
+
+#define MAX_TENSORS 64
+
+static int mkdir_p(const char* dir) {
+  char buf[4096];
+  snprintf(buf, sizeof(buf), "%s", dir);
+  for (char* p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+  struct stat st;
+  return (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
+}
+
+int trainer_latest_checkpoint(const char* dir, char* path, size_t pathlen) {
+  DIR* d = opendir(dir);
+  if (!d) return TRAIN_EUSER;
+  long best = -1;
+  struct dirent* e;
+  while ((e = readdir(d))) {
+    long it;
+    char tail[8];
+    if (sscanf(e->d_name, "ckpt_%ld.h%7s", &it, tail) == 2 && !strcmp(tail, "5") && it > best) best = it;
+  }
+  closedir(d);
+  if (best < 0) return TRAIN_EUSER;
+  snprintf(path, pathlen, "%s/ckpt_%06ld.h5", dir, best);
+  return TRAIN_OK;
+}
+
+// ---- checkpointed state: trainer + environment + algorithm ----
+typedef struct {
+  int64_t iteration, env_steps;
+  int64_t config_hash;
+} TrainerState;
+
+static int env_tensors(EnvBatch* e, CkTensor* t, int n, int max) {
+  const SimModel* m = e->m;
+  SimData* d = e->d;
+  int N = e->nworld;
+  n = ckpt_add(t, n, max, "env/qpos", CK_F32, d->qpos, N, m->nq);
+  n = ckpt_add(t, n, max, "env/qvel", CK_F32, d->qvel, N, m->nv);
+  if (m->nu) n = ckpt_add(t, n, max, "env/ctrl", CK_F32, d->ctrl, N, m->nu);
+  n = ckpt_add(t, n, max, "env/qacc_warmstart", CK_F32, d->qacc_warmstart, N, m->nv);
+  n = ckpt_add(t, n, max, "env/qfrc_applied", CK_F32, d->qfrc_applied, N, m->nv);
+  n = ckpt_add(t, n, max, "env/time", CK_F32, d->time, N, 0);
+  n = ckpt_add(t, n, max, "env/nan_count", CK_I32, d->nan_count, N, 0);
+  n = ckpt_add(t, n, max, "env/step", CK_I32, e->t, N, 0);
+  n = ckpt_add(t, n, max, "env/rng", CK_I64, e->rng, N, 0);
+  n = ckpt_add(t, n, max, "env/nan_seen", CK_I32, e->nan_seen, N, 0);
+  n = ckpt_add(t, n, max, "env/obs", CK_F32, e->obs, N, e->obs_dim);
+  n = ckpt_add(t, n, max, "env/episode_return", CK_F64, e->ep_return, N, 0);
+  n = ckpt_add(t, n, max, "env/episode_stats", CK_I64, e->stats, 2, 0);
+  n = ckpt_add(t, n, max, "env/recent_return", CK_F64, e->recent_return, ENV_RECENT, 0);
+  n = ckpt_add(t, n, max, "env/recent_length", CK_I32, e->recent_len, ENV_RECENT, 0);
+  return n;
+}
+
+static int all_tensors(TrainerState* ts, EnvBatch* e, const AlgoOps* ops, void* algo, CkTensor* t, int max) {
+  int n = 0;
+  n = ckpt_add(t, n, max, "config_hash", CK_I64, &ts->config_hash, 1, 0);
+  n = ckpt_add(t, n, max, "trainer/iteration", CK_I64, &ts->iteration, 1, 0);
+  n = ckpt_add(t, n, max, "trainer/env_steps", CK_I64, &ts->env_steps, 1, 0);
+  n = env_tensors(e, t, n, max);
+  if (n < 0) return -1;
+  int k = ops->state(algo, t + n, max - n, 0);
+  return k < 0 ? -1 : n + k;
+}
+
+static char* config_text(const Cfg* c) {
+  char* buf = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  cfg_write_yaml(c, f, 0);
+  fclose(f);
+  return buf;
+}
+
+static void iso_now(char* buf, size_t len) {
+  time_t t = time(NULL);
+  struct tm tmv;
+  gmtime_r(&t, &tmv);
+  strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
+static int save_checkpoint(const TrainOptions* o, TrainerState* ts, EnvBatch* e, const AlgoOps* ops, void* algo,
+                           char* err, size_t errlen) {
+  CkTensor t[MAX_TENSORS];
+  int n = all_tensors(ts, e, ops, algo, t, MAX_TENSORS);
+  if (n < 0) {
+    snprintf(err, errlen, "checkpoint: too many arrays");
+    return TRAIN_ERUN;
+  }
+  char path[4200], created[64], host[256] = "", hash[32];
+  snprintf(path, sizeof(path), "%s/ckpt_%06lld.h5", o->run_dir, (long long)ts->iteration);
+  iso_now(created, sizeof(created));
+  gethostname(host, sizeof(host) - 1);
+  snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)ts->config_hash);
+  char* cfgtxt = config_text(&o->cfg);
+  CkAttr attrs[] = {{"format", "adjoint checkpoint 1"}, {"created", created},     {"host", host},
+                    {"run_dir", o->run_dir},            {"config", cfgtxt ? cfgtxt : ""},
+                    {"config_hash", hash},              {"command", o->command ? o->command : ""}};
+  int rc = ckpt_write(path, t, n, attrs, (int)(sizeof(attrs) / sizeof(attrs[0])), err, errlen);
+  free(cfgtxt);
+  return rc ? TRAIN_ERUN : TRAIN_OK;
+}
+
+// ---- metrics.csv ----
+static const char* const kTrainerCols[] = {"iteration", "env_steps", "return", "episode_length", "episodes",
+                                           "nan_resets", "reward_per_step"};
+static const char* const kTimeCols[] = {"env_steps_per_s", "time_sim", "time_backward", "time_networks",
+                                        "time_other", "time_iteration", "elapsed"};
+#define NTR 7
+#define NTIME 7
+
+// Keeps the header and the rows with iteration <= keep (resume), or starts a new file.
+static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, int resume, char* err, size_t errlen) {
+  char tmp[4400];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE* out = fopen(tmp, "wb");
+  if (!out) {
+    snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+    return NULL;
+  }
+  for (int i = 0; i < NTR; i++) fprintf(out, "%s%s", i ? "," : "", kTrainerCols[i]);
+  for (int i = 0; i < ops->n_metrics; i++) fprintf(out, ",%s", ops->metric_names[i]);
+  for (int i = 0; i < NTIME; i++) fprintf(out, ",%s", kTimeCols[i]);
+  fputc('\n', out);
+  FILE* in = resume ? fopen(path, "rb") : NULL;
+  if (in) {
+    char* line = NULL;
+    size_t cap = 0;
+    int first = 1;
+    while (getline(&line, &cap, in) > 0) {
+      if (first) {
+        first = 0;
+        continue;
+      }
+      long long it;
+      if (sscanf(line, "%lld,", &it) == 1 && it <= keep) fputs(line, out);
+    }
+    free(line);
+    fclose(in);
+  }
+  fclose(out);
+  if (rename(tmp, path)) {
+    snprintf(err, errlen, "%s: rename failed: %s", path, strerror(errno));
+    return NULL;
+  }
+  FILE* f = fopen(path, "ab");
+  if (!f) snprintf(err, errlen, "%s: cannot append: %s", path, strerror(errno));
+  return f;
+}
+
+static void fmt_duration(double s, char* buf, size_t len) {
+  if (!(s >= 0) || s > 1e8) {
+    snprintf(buf, len, "--");
+    return;
+  }
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60)
+    snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+  else
+    snprintf(buf, len, "%lds", t);
+}
+
+int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
+  const Cfg* c = &o->cfg;
+  const AlgoOps* ops = algo_find(c->algo_name, err, errlen);
+  if (!ops) return TRAIN_EUSER;
+  if (strcmp(c->run_device, "cpu")) {
+    snprintf(err, errlen, "run.device '%s': the trainer runs on the CPU backend only for now", c->run_device);
+    return TRAIN_EUSER;
+  }
+  if (c->env_num_envs > 1 << 24) {
+    snprintf(err, errlen, "env.num_envs too large");
+    return TRAIN_EUSER;
+  }
+  char ckpt[4200] = "";
+  if (o->resume) {
+    if (trainer_latest_checkpoint(o->run_dir, ckpt, sizeof(ckpt))) {
+      snprintf(err, errlen, "%s: no checkpoint (ckpt_*.h5) to resume from", o->run_dir);
+      return TRAIN_EUSER;
+    }
+  } else {
+    if (mkdir_p(o->run_dir)) {
+      snprintf(err, errlen, "%s: cannot create the run directory: %s", o->run_dir, strerror(errno));
+      return TRAIN_EUSER;
+    }
+    char probe[4200];
+    if (!trainer_latest_checkpoint(o->run_dir, probe, sizeof(probe))) {
+      snprintf(err, errlen, "%s: already holds checkpoints (use --resume %s, or another --run-dir)", o->run_dir,
+               o->run_dir);
+      return TRAIN_EUSER;
+    }
+  }
+  char path[4200];
+  snprintf(path, sizeof(path), "%s/config.yaml", o->run_dir);
+  if (cfg_save(c, path, err, errlen)) return TRAIN_ERUN;
+
+  EnvBatch* env = NULL;
+  if (env_create(&env, c->env_task, (int)c->env_num_envs, (int)c->env_episode_steps, (uint64_t)c->run_seed, err,
+                 errlen))
+    return TRAIN_EUSER;
+  void* algo = NULL;
+  if (ops->create(&algo, c, env, err, errlen)) {
+    env_destroy(env);
+    return TRAIN_EUSER;
+  }
+  TrainerState ts = {0, 0, (int64_t)cfg_hash(c)};
+  int rc = TRAIN_OK;
+  FILE* metrics = NULL;
+  TbWriter* tb = NULL;
+  if (o->resume) {
+    CkTensor t[MAX_TENSORS];
+    int n = all_tensors(&ts, env, ops, algo, t, MAX_TENSORS);
+    int64_t want_hash = ts.config_hash;
+    if (n < 0 || ckpt_read(ckpt, t, n, err, errlen)) {
+      rc = TRAIN_EUSER;
+      goto done;
+    }
+    if (ts.config_hash != want_hash) {
+      snprintf(err, errlen, "%s: config hash %016llx does not match %s/config.yaml (%016llx)", ckpt,
+               (unsigned long long)ts.config_hash, o->run_dir, (unsigned long long)want_hash);
+      rc = TRAIN_EUSER;
+      goto done;
+    }
+    if (!o->quiet) fprintf(stderr, "resuming %s at iteration %lld\n", ckpt, (long long)ts.iteration);
+  }
+  snprintf(path, sizeof(path), "%s/metrics.csv", o->run_dir);
+  metrics = open_metrics(path, ops, ts.iteration, o->resume, err, errlen);
+  if (!metrics) {
+    rc = TRAIN_ERUN;
+    goto done;
+  }
+  if (c->run_tensorboard && tb_open(&tb, o->run_dir, err, errlen)) {
+    rc = TRAIN_ERUN;
+    goto done;
+  }
+
+  int ncol = NTR + ops->n_metrics + NTIME;
+  const char* tags[NTR + ALGO_MAX_METRICS + NTIME];
+  char tagbuf[NTR + ALGO_MAX_METRICS + NTIME][64];
+  for (int i = 0; i < ncol; i++) {
+    const char* nm = i < NTR ? kTrainerCols[i] : (i < NTR + ops->n_metrics ? ops->metric_names[i - NTR] : kTimeCols[i - NTR - ops->n_metrics]);
+    const char* grp = i < NTR ? "train" : (i < NTR + ops->n_metrics ? c->algo_name : "perf");
+    snprintf(tagbuf[i], 64, "%s/%s", grp, nm);
+    tags[i] = tagbuf[i];
+  }
+  int64_t total = c->run_max_iterations, first = ts.iteration;
+  double start = algo_now();
+  int64_t steps_per_it = c->env_num_envs * c->algo_horizon;
+  while (ts.iteration < total) {
+    double t0 = algo_now();
+    double am[ALGO_MAX_METRICS] = {0};
+    AlgoTimes tm = {0, 0, 0};
+    int64_t nan_before = env->stats[1];
+    double rew_before = env->reward_total;
+    if (ops->iterate(algo, env, am, &tm)) {
+      snprintf(err, errlen, "%s: iteration %lld failed", ops->name, (long long)ts.iteration + 1);
+      rc = TRAIN_ERUN;
+      goto done;
+    }
+    ts.iteration++;
+    ts.env_steps += steps_per_it;
+    double dt = algo_now() - t0;
+    double ret, len;
+    env_recent_stats(env, &ret, &len);
+    double row[NTR + ALGO_MAX_METRICS + NTIME];
+    row[0] = (double)ts.iteration, row[1] = (double)ts.env_steps, row[2] = ret, row[3] = len;
+    row[4] = (double)env->stats[0], row[5] = (double)(env->stats[1] - nan_before);
+    row[6] = (env->reward_total - rew_before) / (double)steps_per_it;
+    for (int i = 0; i < ops->n_metrics; i++) row[NTR + i] = am[i];
+    double* tr = row + NTR + ops->n_metrics;
+    tr[0] = steps_per_it / dt, tr[1] = tm.sim, tr[2] = tm.backward, tr[3] = tm.networks;
+    tr[4] = dt - tm.sim - tm.backward - tm.networks, tr[5] = dt, tr[6] = algo_now() - start;
+    fprintf(metrics, "%lld,%lld", (long long)ts.iteration, (long long)ts.env_steps);
+    for (int i = 2; i < ncol; i++) fprintf(metrics, ",%.9g", row[i]);
+    fputc('\n', metrics);
+    fflush(metrics);
+    if (tb) tb_scalars(tb, ts.iteration, tags + 2, row + 2, ncol - 2);
+    int ck = (c->run_checkpoint_every > 0 && ts.iteration % c->run_checkpoint_every == 0) || ts.iteration == total;
+    if (ck && (rc = save_checkpoint(o, &ts, env, ops, algo, err, errlen))) goto done;
+    if (!o->quiet) {
+      double el = algo_now() - start;
+      double eta = el / (double)(ts.iteration - first) * (double)(total - ts.iteration);
+      char etab[32], elb[32];
+      fmt_duration(eta, etab, sizeof(etab));
+      fmt_duration(el, elb, sizeof(elb));
+      if (o->progress_tty)
+        fprintf(stderr, "\r[%lld/%lld] return %8.3f  len %6.1f  r/step %.4f  %7.0f steps/s  elapsed %s  ETA %s   ",
+                (long long)ts.iteration, (long long)total, ret, len, row[6], tr[0], elb, etab);
+      else
+        fprintf(stderr, "iteration %lld/%lld env_steps %lld return %.4f episode_length %.1f reward_per_step %.4f "
+                "steps/s %.0f ETA %s%s\n", (long long)ts.iteration, (long long)total, (long long)ts.env_steps, ret,
+                len, row[6], tr[0], etab, ck ? " [checkpoint]" : "");
+    }
+  }
+  if (!o->quiet && o->progress_tty) fputc('\n', stderr);
+  if (!o->quiet && first >= total)
+    fprintf(stderr, "run already at iteration %lld of %lld: nothing to do\n", (long long)first, (long long)total);
+done:
+  if (metrics) fclose(metrics);
+  tb_close(tb);
+  ops->destroy(algo);
+  env_destroy(env);
+  return rc;
+}
+
+// ---- evaluation ----
+int trainer_eval(const char* checkpoint, const char* config_path, int episodes, EvalResult* out, char* err,
+                 size_t errlen) {
+  memset(out, 0, sizeof(*out));
+  Cfg c;
+  if (cfg_defaults(&c, err, errlen) || cfg_load_yaml(&c, config_path, err, errlen)) return TRAIN_EUSER;
+  const AlgoOps* ops = algo_find(c.algo_name, err, errlen);
+  if (!ops) return TRAIN_EUSER;
+  c.env_num_envs = episodes;
+  EnvBatch* env = NULL;
+  // evaluation episodes use their own reset noise (not the training worlds')
+  if (env_create(&env, c.env_task, episodes, (int)c.env_episode_steps, (uint64_t)c.run_seed ^ 0x5EEDE7A1ULL, err,
+                 errlen))
+    return TRAIN_EUSER;
+  void* algo = NULL;
+  if (ops->create(&algo, &c, env, err, errlen)) {
+    env_destroy(env);
+    return TRAIN_EUSER;
+  }
+  int rc = TRAIN_OK;
+  CkTensor t[MAX_TENSORS];
+  int n = ops->state(algo, t, MAX_TENSORS, 1);
+  if (n < 0 || ckpt_read(checkpoint, t, n, err, errlen)) {
+    rc = TRAIN_EUSER;
+    goto done;
+  }
+  int N = episodes, A = env->act_dim;
+  float* act = (float*)malloc(sizeof(float) * (size_t)N * A);
+  double* ret = (double*)calloc((size_t)N, sizeof(double));
+  int* len = (int*)calloc((size_t)N, sizeof(int));
+  uint8_t* fin = (uint8_t*)calloc((size_t)N, 1);
+  int left = N;
+  while (left > 0) {
+    ops->act_eval(algo, env->obs, N, act);
+    env_step(env, act);
+    for (int w = 0; w < N; w++) {
+      if (fin[w]) continue;
+      ret[w] += env->reward[w];
+      len[w]++;
+      if (env->terminated[w] || env->truncated[w]) fin[w] = 1, left--;
+    }
+  }
+  double rs = 0, rs2 = 0, ls = 0, ls2 = 0;
+  for (int w = 0; w < N; w++) rs += ret[w], rs2 += ret[w] * ret[w], ls += len[w], ls2 += (double)len[w] * len[w];
+  out->episodes = N;
+  out->return_mean = rs / N, out->length_mean = ls / N;
+  out->return_std = sqrt(fmax(0, rs2 / N - out->return_mean * out->return_mean));
+  out->length_std = sqrt(fmax(0, ls2 / N - out->length_mean * out->length_mean));
+  out->nan_resets = env->stats[1];
+  free(act), free(ret), free(len), free(fin);
+done:
+  ops->destroy(algo);
+  env_destroy(env);
+  return rc;
+}

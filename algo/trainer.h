@@ -1,0 +1,49 @@
+// trainer.h: the generic training loop (rollout -> update -> log -> checkpoint) and evaluation.
+//
+// Run directory: config.yaml (resolved config, overrides applied), metrics.csv (one row per iteration),
+// events.out.tfevents.* (TensorBoard), ckpt_%06d.h5 (every run.checkpoint_every iterations and at the end).
+// Resume continues bit-identically from the latest checkpoint: the checkpoint holds the algorithm's state,
+// the environment's state (engine state per world, step counters, RNG streams, episode statistics), the
+// iteration and the config hash, which must match the run directory's config.yaml.
+#ifndef ADJ_ALGO_TRAINER_H
+#define ADJ_ALGO_TRAINER_H
+
+#include <stddef.h>
+
+#include "algo/cfg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { TRAIN_OK = 0, TRAIN_EUSER = -2, TRAIN_ERUN = -1 };  // EUSER: bad input (CLI exits 2)
+
+typedef struct {
+  Cfg cfg;              // resolved config (for resume: loaded from run_dir/config.yaml, max_iterations applied)
+  char run_dir[4096];
+  int resume;           // continue from the latest checkpoint in run_dir
+  int progress_tty;     // 1: one rewritten progress line with ETA; 0: a log line per iteration
+  int quiet;            // no per-iteration output
+  const char* command;  // command line, stored as a checkpoint attribute
+} TrainOptions;
+
+int trainer_run(const TrainOptions* o, char* err, size_t errlen);
+
+// Highest-numbered ckpt_*.h5 in dir (0, or TRAIN_EUSER when none).
+int trainer_latest_checkpoint(const char* dir, char* path, size_t pathlen);
+
+typedef struct {
+  int episodes;
+  double return_mean, return_std, length_mean, length_std;
+  long long nan_resets;
+} EvalResult;
+
+// Deterministic policy (mean action) for one episode in each of `episodes` worlds (reset seed derived from the
+// run's seed); the config comes from the checkpoint's run directory (config.yaml next to it).
+int trainer_eval(const char* checkpoint, const char* config_path, int episodes, EvalResult* out, char* err,
+                 size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,159 @@
+// env.c: task registry and the batched environment on the CPU backend (see env.h).
+#include "envs/env.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const EnvTask env_task_cartpole;
+static const EnvTask* const kTasks[] = {&env_task_cartpole};
+#define NTASKS ((int)(sizeof(kTasks) / sizeof(kTasks[0])))
+
+const EnvTask* env_find_task(const char* name) {
+  for (int i = 0; i < NTASKS; i++)
+    if (!strcmp(kTasks[i]->info.name, name)) return kTasks[i];
+  return NULL;
+}
+
+const char* env_task_names(void) { return "cartpole"; }
+
+static void reset_world(EnvBatch* e, int w) {
+  sim_reset(e->m, e->d, w, -1);
+  e->task->reset(e->m, e->d, w, &e->rng[w]);
+  e->t[w] = 0;
+  e->ep_return[w] = 0;
+}
+
+int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, uint64_t seed, char* err,
+               size_t errlen) {
+  *out = NULL;
+  const EnvTask* tk = env_find_task(task);
+  if (!tk) {
+    snprintf(err, errlen, "unknown task '%s' (available: %s)", task, env_task_names());
+    return -1;
+  }
+  if (nworld < 1) {
+    snprintf(err, errlen, "env: nworld must be >= 1");
+    return -1;
+  }
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  opt.disable_add = tk->info.disable_add;
+  void* mj = NULL;
+  char msg[2048];
+  if (sim_load_mjcf(tk->info.model, &opt, &mj, msg, sizeof(msg))) {
+    snprintf(err, errlen, "task %s: %s", task, msg);
+    return -1;
+  }
+  SimModel* m = NULL;
+  if (sim_model_import(mj, &m, msg, sizeof(msg))) {
+    snprintf(err, errlen, "task %s: %s", task, msg);
+    sim_free_mjmodel(mj);
+    return -1;
+  }
+  SimData* d = NULL;
+  if (sim_data_create(m, nworld, &d)) {
+    snprintf(err, errlen, "task %s: cannot allocate %d worlds", task, nworld);
+    sim_model_free(m);
+    sim_free_mjmodel(mj);
+    return -1;
+  }
+  EnvBatch* e = (EnvBatch*)calloc(1, sizeof(EnvBatch));
+  int O = tk->info.obs_dim, A = tk->info.act_dim;
+  e->task = tk, e->mjmodel = mj, e->m = m, e->d = d;
+  e->nworld = nworld, e->obs_dim = O, e->act_dim = A;
+  e->episode_steps = episode_steps > 0 ? episode_steps : tk->info.episode_steps;
+  e->t = (int32_t*)calloc((size_t)nworld, sizeof(int32_t));
+  e->rng = (uint64_t*)calloc((size_t)nworld, sizeof(uint64_t));
+  e->nan_seen = (int32_t*)calloc((size_t)nworld, sizeof(int32_t));
+  e->obs = (sim_real*)calloc((size_t)nworld * O, sizeof(sim_real));
+  e->ep_return = (double*)calloc((size_t)nworld, sizeof(double));
+  e->reward = (sim_real*)calloc((size_t)nworld, sizeof(sim_real));
+  e->terminated = (uint8_t*)calloc((size_t)nworld, 1);
+  e->truncated = (uint8_t*)calloc((size_t)nworld, 1);
+  e->final_obs = (sim_real*)calloc((size_t)nworld * O, sizeof(sim_real));
+  if (!e->t || !e->rng || !e->nan_seen || !e->obs || !e->ep_return || !e->reward || !e->terminated || !e->truncated ||
+      !e->final_obs) {
+    env_destroy(e);
+    snprintf(err, errlen, "task %s: out of memory", task);
+    return -1;
+  }
+  // world w's reset stream: splitmix64 of (seed, w), so worlds are independent of nworld
+  for (int w = 0; w < nworld; w++) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(w + 1);
+    e->rng[w] = env_rng_next(&s);
+    reset_world(e, w);
+  }
+  if (tk->info.needs_kinematics) sim_run_stage(m, d, SIM_STAGE_KINEMATICS);
+  for (int w = 0; w < nworld; w++) {
+    tk->observe(m, d, w, e->obs + (size_t)w * O);
+    e->nan_seen[w] = d->nan_count[w];
+  }
+  *out = e;
+  return 0;
+}
+
+void env_destroy(EnvBatch* e) {
+  if (!e) return;
+  if (e->d) sim_data_free(e->d);
+  if (e->m) sim_model_free(e->m);
+  if (e->mjmodel) sim_free_mjmodel(e->mjmodel);
+  free(e->t), free(e->rng), free(e->nan_seen), free(e->obs), free(e->ep_return);
+  free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
+  free(e);
+}
+
+void env_step(EnvBatch* e, const sim_real* act) {
+  const EnvTask* tk = e->task;
+  int O = e->obs_dim, A = e->act_dim;
+  for (int w = 0; w < e->nworld; w++) tk->act(e->m, e->d, w, act + (size_t)w * A);
+  for (int k = 0; k < tk->info.frame_skip; k++) sim_step(e->m, e->d);
+  if (tk->info.needs_kinematics) sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
+  e->nan_last = 0;
+  int reset_any = 0;
+  for (int w = 0; w < e->nworld; w++) {
+    // the engine reset this world after a non-finite state: the episode ends there, value 0
+    int bad = e->d->nan_count[w] != e->nan_seen[w];
+    e->nan_seen[w] = e->d->nan_count[w];
+    sim_real r = bad ? 0 : tk->reward(e->m, e->d, w, act + (size_t)w * A);
+    if (!(r == r)) r = 0, bad = 1;  // a non-finite reward ends the episode too
+    int term = bad || tk->terminated(e->m, e->d, w);
+    e->t[w]++;
+    int trunc = !term && e->t[w] >= e->episode_steps;
+    e->reward[w] = r;
+    e->terminated[w] = (uint8_t)term;
+    e->truncated[w] = (uint8_t)trunc;
+    e->ep_return[w] += r;
+    e->reward_total += r;
+    sim_real* o = e->obs + (size_t)w * O;
+    tk->observe(e->m, e->d, w, o);
+    if (term || trunc) {
+      memcpy(e->final_obs + (size_t)w * O, o, sizeof(sim_real) * (size_t)O);
+      int slot = (int)(e->stats[0] % ENV_RECENT);
+      e->recent_return[slot] = e->ep_return[w];
+      e->recent_len[slot] = e->t[w];
+      e->stats[0]++;
+      if (bad) e->stats[1]++, e->nan_last++;
+      reset_world(e, w);
+      reset_any = 1;
+      if (!tk->info.needs_kinematics) tk->observe(e->m, e->d, w, o);
+    }
+  }
+  if (reset_any && tk->info.needs_kinematics) {
+    sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
+    for (int w = 0; w < e->nworld; w++)
+      if (e->terminated[w] || e->truncated[w]) tk->observe(e->m, e->d, w, e->obs + (size_t)w * O);
+  }
+}
+
+void env_recent_stats(const EnvBatch* e, double* mean_return, double* mean_length) {
+  int n = e->stats[0] < ENV_RECENT ? (int)e->stats[0] : ENV_RECENT;
+  if (n == 0) {
+    *mean_return = NAN, *mean_length = NAN;
+    return;
+  }
+  double r = 0, l = 0;
+  for (int i = 0; i < n; i++) r += e->recent_return[i], l += e->recent_len[i];
+  *mean_return = r / n, *mean_length = l / n;
+}
