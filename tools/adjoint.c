@@ -4,6 +4,9 @@
 
 #include "tools/verify.h"
 #include "nn/nn_bench.h"
+#ifdef ADJ_HAVE_TRAIN
+#include "tools/train_eval.h"
+#endif
 
 int bench_sim_main(int argc, char** argv);
 
@@ -11,6 +14,8 @@ static const char* kUsage =
     "usage: adjoint COMMAND [args]\n"
     "  verify MODEL.xml [options]   compare the engine with MuJoCo 3.12 C (float64)\n"
     "  bench nn [options]           MLP library benchmark (GPU)\n"
+    "  train CONFIG.yaml [options]  train a policy (PPO now; SHAC later); --resume RUN_DIR continues a run\n"
+    "  eval RUN_DIR|CHECKPOINT      evaluate a trained policy (deterministic)\n"
     "  bench sim MODEL.xml [opts]   physics steps/s, CUDA beside MuJoCo C\n"
     "  help                         this message\n"
     "Run 'adjoint COMMAND --help' for a command's options.\n";
@@ -22,6 +27,10 @@ int main(int argc, char** argv) {
   }
   const char* cmd = argv[1];
   if (!strcmp(cmd, "verify")) return verify_main(argc - 1, argv + 1);
+#ifdef ADJ_HAVE_TRAIN
+  if (!strcmp(cmd, "train")) return train_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "eval")) return eval_main(argc - 1, argv + 1);
+#endif
   if (!strcmp(cmd, "bench")) {
     if (argc >= 3 && !strcmp(argv[2], "nn")) return nn_bench_main(argc - 2, argv + 2);
     if (argc >= 3 && !strcmp(argv[2], "sim")) return bench_sim_main(argc - 2, argv + 2);
