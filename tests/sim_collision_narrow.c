@@ -102,6 +102,29 @@ static void gen_state(const mjModel* m, GenKind kind, int key, double amp, doubl
   }
 }
 
+// branch coverage over all matched contacts (witness codes, sim_collision.h)
+enum { COV_BOXBOX_FACE, COV_BOXBOX_EDGE, COV_SPHBOX_OUT, COV_SPHBOX_IN, COV_CAPBOX_ONE, COV_CAPBOX_SECOND,
+       COV_CAPCAP, COV_CAPCAP_PARALLEL, COV_SPHSPH, COV_SPHCAP, COV_PLANE_SPH, COV_PLANE_CAP, COV_PLANE_BOX,
+       COV_GAP, COV_EXPLICIT, COV_N };
+static const char* cov_name[COV_N] = {"box-box face", "box-box edge", "sphere-box outside", "sphere-box inside",
+                                      "capsule-box first", "capsule-box second", "capsule-capsule",
+                                      "capsule-capsule parallel", "sphere-sphere", "sphere-capsule", "plane-sphere",
+                                      "plane-capsule", "plane-box", "in gap (exclude 1)", "explicit pair"};
+static long coverage[COV_N];
+
+static void tally(const SimModel* m, const SimWorld* wd, int i) {
+  int t1 = m->geom_type[wd->contact_geom[2 * i]], t2 = m->geom_type[wd->contact_geom[2 * i + 1]];
+  int w = wd->contact_witness[i];
+  if (t1 == SIM_GEOM_BOX) coverage[w >= 1000 ? COV_BOXBOX_EDGE : COV_BOXBOX_FACE]++;
+  else if (t1 == SIM_GEOM_SPHERE && t2 == SIM_GEOM_BOX) coverage[w >= 100 ? COV_SPHBOX_IN : COV_SPHBOX_OUT]++;
+  else if (t1 == SIM_GEOM_CAPSULE && t2 == SIM_GEOM_BOX) coverage[w >= 100000 ? COV_CAPBOX_SECOND : COV_CAPBOX_ONE]++;
+  else if (t1 == SIM_GEOM_CAPSULE) coverage[w >= 100 ? COV_CAPCAP_PARALLEL : COV_CAPCAP]++;
+  else if (t1 == SIM_GEOM_SPHERE) coverage[t2 == SIM_GEOM_SPHERE ? COV_SPHSPH : COV_SPHCAP]++;
+  else coverage[t2 == SIM_GEOM_SPHERE ? COV_PLANE_SPH : (t2 == SIM_GEOM_CAPSULE ? COV_PLANE_CAP : COV_PLANE_BOX)]++;
+  if (wd->contact_exclude[i]) coverage[COV_GAP]++;
+  if (m->pair_ipair[wd->contact_pair[i]] >= 0) coverage[COV_EXPLICIT]++;
+}
+
 typedef struct {
   double dist, pos, frame, param;  // max relative errors
   long ncon, nstate, nstate_mismatch, nthreshold, nfail;
@@ -170,6 +193,7 @@ static int compare_world(const char* name, int state, const mjModel* M, const mj
   }
   double worst = fmax(fmax(e_dist, e_pos), fmax(e_frame, e_param));
   if (worst <= RTOL) {  // maxima over the states that match (the others are counted as failures)
+    for (int i = 0; i < n; i++) tally(m, wd, i);
     st->dist = fmax(st->dist, e_dist);
     st->pos = fmax(st->pos, e_pos);
     st->frame = fmax(st->frame, e_frame);
@@ -347,6 +371,12 @@ int main(void) {
            cases[c].file, cases[c].disable, st.nstate, st.ncon, st.nfail, st.nstate_mismatch, st.nthreshold, st.dist,
            st.pos, st.frame, st.param);
   }
+  printf("branch coverage (matched contacts):");
+  for (int k = 0; k < COV_N; k++) {
+    printf("%s %s %ld", k ? "," : "", cov_name[k], coverage[k]);
+    TEST_CHECK(coverage[k] > 0, "no matched contact of kind '%s'", cov_name[k]);
+  }
+  printf("\n");
   check_overflow();
   return test_report("sim_collision_narrow_" PREC);
 }
