@@ -1,0 +1,272 @@
+// sim_grad.c: the reference gradient check of the smooth-dynamics adjoint (float64). For random states of
+// each model (constraints disabled), c' d x'/d u for u in {qpos (tangent), qvel, ctrl} from our reverse pass
+// is compared with central differences of MuJoCo C's mj_step (our own loop: qpos perturbed with
+// mj_integratePos, outputs differenced with mj_differentiatePos; mjd_transitionFD would reuse the nominal
+// factor, see physics.md section 4). Also: a 16x4-substep hopper rollout against FD of the whole rollout,
+// and the closed form dq/du = h^2 of a unit slider.
+#include <mujoco/mujoco.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "sim/sim_adjoint.h"
+#include "tests/test.h"
+
+static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
+static double urand(void) {  // [0, 1)
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double nrand(void) {
+  double u = urand() + 1e-12, v = urand();
+  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static mjModel* load(const char* name, int integrator, double timestep) {
+  char path[1024], err[1024];
+  if (sim_find_asset(name, path, sizeof(path))) {
+    fprintf(stderr, "asset %s not found\n", name);
+    return NULL;
+  }
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  opt.disable_add = SIM_DSBL_CONSTRAINT;
+  opt.integrator = integrator;
+  if (timestep > 0) opt.timestep = timestep;
+  void* mj = NULL;
+  if (sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
+    fprintf(stderr, "load %s: %s\n", name, err);
+    return NULL;
+  }
+  return (mjModel*)mj;
+}
+
+typedef struct {
+  const mjModel* mj;
+  mjData* md;
+  int nsub, nstep;
+} Ref;
+
+// MuJoCo rollout of nstep control steps of nsub substeps from (qpos, qvel, ctrl[nstep][nu])
+static void ref_rollout(Ref* r, const double* qpos, const double* qvel, const double* ctrl, double* qpos_out,
+                        double* qvel_out) {
+  const mjModel* m = r->mj;
+  mjData* d = r->md;
+  mj_resetData(m, d);
+  mju_copy(d->qpos, qpos, m->nq);
+  mju_copy(d->qvel, qvel, m->nv);
+  for (int t = 0; t < r->nstep; t++) {
+    mju_copy(d->ctrl, ctrl + t * m->nu, m->nu);
+    for (int s = 0; s < r->nsub; s++) mj_step(m, d);
+  }
+  mju_copy(qpos_out, d->qpos, m->nq);
+  mju_copy(qvel_out, d->qvel, m->nv);
+}
+
+// c' (x'(u + eps e) - x'(u - eps e)) / 2eps for every input coordinate (qpos tangent, qvel, all ctrls)
+static void ref_fd(Ref* r, const double* qpos, const double* qvel, const double* ctrl, const double* cq,
+                   const double* cv, double eps, double* gq, double* gv, double* gu) {
+  const mjModel* m = r->mj;
+  int nq = m->nq, nv = m->nv, nu = m->nu, ntot = nv + nv + nu * r->nstep;
+  double* q = malloc(sizeof(double) * nq);
+  double* v = malloc(sizeof(double) * nv);
+  double* u = malloc(sizeof(double) * nu * r->nstep);
+  double* dq = malloc(sizeof(double) * nv);
+  double* qp = malloc(sizeof(double) * nq * 2);
+  double* vp = malloc(sizeof(double) * nv * 2);
+  double* e = calloc(nv, sizeof(double));
+  for (int k = 0; k < ntot; k++) {
+    for (int side = 0; side < 2; side++) {
+      double s = side ? eps : -eps;
+      mju_copy(q, qpos, nq);
+      mju_copy(v, qvel, nv);
+      mju_copy(u, ctrl, nu * r->nstep);
+      if (k < nv) {
+        mju_zero(e, nv);
+        e[k] = 1;
+        mj_integratePos(m, q, e, s);
+      } else if (k < 2 * nv) {
+        v[k - nv] += s;
+      } else {
+        u[k - 2 * nv] += s;
+      }
+      ref_rollout(r, q, v, u, qp + side * nq, vp + side * nv);
+    }
+    mj_differentiatePos(m, dq, 2 * eps, qp, qp + nq);
+    double g = 0;
+    for (int i = 0; i < nv; i++) g += cq[i] * dq[i] + cv[i] * (vp[nv + i] - vp[i]) / (2 * eps);
+    if (k < nv) gq[k] = g;
+    else if (k < 2 * nv) gv[k - nv] = g;
+    else gu[k - 2 * nv] = g;
+  }
+  free(q), free(v), free(u), free(dq), free(qp), free(vp), free(e);
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+// relative error per element against FD, floored at 1e-6 of the block's largest |fd|; returns median, max
+static void rel_errors(const double* got, const double* ref, int n, double* med, double* mx) {
+  double scale = 0;
+  for (int i = 0; i < n; i++) scale = fmax(scale, fabs(ref[i]));
+  double* r = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  *mx = 0;
+  for (int i = 0; i < n; i++) {
+    r[i] = fabs(got[i] - ref[i]) / fmax(fabs(ref[i]), 1e-6 * scale + 1e-300);
+    if (!(r[i] == r[i])) r[i] = INFINITY;
+    *mx = fmax(*mx, r[i]);
+  }
+  qsort(r, n, sizeof(double), cmp_double);
+  *med = n ? (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2])) : 0;
+  free(r);
+}
+
+// random state around qpos0 (tangent noise), random velocity, ctrl inside its range
+static void random_state(const mjModel* m, double qscale, double vscale, double* qpos, double* qvel, double* ctrl,
+                         int nstep) {
+  double* e = malloc(sizeof(double) * m->nv);
+  mju_copy(qpos, m->qpos0, m->nq);
+  for (int i = 0; i < m->nv; i++) e[i] = qscale * nrand();
+  mj_integratePos(m, qpos, e, 1);
+  for (int i = 0; i < m->nv; i++) qvel[i] = vscale * nrand();
+  for (int t = 0; t < nstep; t++)
+    for (int a = 0; a < m->nu; a++) {
+      double lo = -1, hi = 1;
+      if (m->actuator_ctrllimited[a]) lo = m->actuator_ctrlrange[2 * a], hi = m->actuator_ctrlrange[2 * a + 1];
+      ctrl[t * m->nu + a] = lo + (hi - lo) * (0.1 + 0.8 * urand());
+    }
+  free(e);
+}
+
+// gradient of c'x' over nstep control steps of nsub substeps: ours vs MuJoCo FD. Returns the max error.
+static double check_model(const char* name, int integrator, double timestep, int nsub, int nstep, int nstate, double qscale,
+                          double vscale, double tol_med, double tol_max) {
+  mjModel* mj = load(name, integrator, timestep);
+  TEST_CHECK(mj != NULL, "load %s", name);
+  if (!mj) return INFINITY;
+  SimModel* m = NULL;
+  char err[1024];
+  int rc = sim_model_import(mj, &m, err, sizeof(err));
+  TEST_CHECK(rc == 0, "import %s: %s", name, err);
+  if (rc) return INFINITY;
+  sim_adjoint_enable(m, nsub * nstep);
+  SimData* d = NULL;
+  sim_data_create(m, 1, &d);
+  int nq = mj->nq, nv = mj->nv, nu = mj->nu;
+  Ref r = {mj, mj_makeData(mj), nsub, nstep};
+  double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv);
+  double* ctrl = malloc(sizeof(double) * (nu * nstep + 1));
+  double *cq = malloc(sizeof(double) * nv), *cv = malloc(sizeof(double) * nv);
+  double *gq = malloc(sizeof(double) * nv), *gv = malloc(sizeof(double) * nv);
+  double* gu = malloc(sizeof(double) * (nu * nstep + 1));
+  double *fq = malloc(sizeof(double) * nv), *fv = malloc(sizeof(double) * nv);
+  double* fu = malloc(sizeof(double) * (nu * nstep + 1));
+  double *qref = malloc(sizeof(double) * nq), *vref = malloc(sizeof(double) * nv);
+  double worst = 0;
+  const char* intname[] = {"Euler", "RK4", "implicit", "implicitfast"};
+  for (int st = 0; st < nstate; st++) {
+    random_state(mj, qscale, vscale, qpos, qvel, ctrl, nstep);
+    for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
+    // ours: forward with the tape, then backward
+    sim_tape_clear(m, d);
+    sim_reset(m, d, 0, -1);
+    for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
+    for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i];
+    for (int t = 0; t < nstep; t++) {
+      for (int a = 0; a < nu; a++) d->ctrl[a] = ctrl[t * nu + a];
+      rc = sim_control_step(m, d, nsub, 1);
+      TEST_CHECK(rc == 0, "control step");
+    }
+    ref_rollout(&r, qpos, qvel, ctrl, qref, vref);
+    double fwd = 0;
+    for (int i = 0; i < nq; i++) fwd = fmax(fwd, fabs(d->qpos[i] - qref[i]));
+    for (int i = 0; i < nv; i++) fwd = fmax(fwd, fabs(d->qvel[i] - vref[i]) / fmax(1, fabs(vref[i])));
+    TEST_CHECK(fwd < 1e-8, "%s forward differs from MuJoCo by %g", name, fwd);
+    for (int i = 0; i < nv; i++) d->adj_qpos[i] = cq[i], d->adj_qvel[i] = cv[i];
+    for (int t = nstep - 1; t >= 0; t--) {
+      rc = sim_control_step_backward(m, d, nsub);
+      TEST_CHECK(rc == 0, "backward");
+      for (int a = 0; a < nu; a++) gu[t * nu + a] = d->adj_ctrl[a];
+    }
+    for (int i = 0; i < nv; i++) gq[i] = d->adj_qpos[i], gv[i] = d->adj_qvel[i];
+    ref_fd(&r, qpos, qvel, ctrl, cq, cv, 1e-6, fq, fv, fu);
+    double med[3], mx[3];
+    rel_errors(gq, fq, nv, &med[0], &mx[0]);
+    rel_errors(gv, fv, nv, &med[1], &mx[1]);
+    rel_errors(gu, fu, nu * nstep, &med[2], &mx[2]);
+    printf("%-22s %-12s %2dx%d state %d: rel err qpos med %.1e max %.1e | qvel med %.1e max %.1e | ctrl med %.1e max %.1e\n",
+           name, intname[mj->opt.integrator], nstep, nsub, st, med[0], mx[0], med[1], mx[1], med[2], mx[2]);
+    const char* blk[] = {"qpos", "qvel", "ctrl"};
+    for (int b = 0; b < 3; b++) {
+      if (b == 2 && nu == 0) continue;
+      TEST_CHECK(med[b] <= tol_med && mx[b] <= tol_max, "%s %s: median %g max %g (tol %g, %g)", name, blk[b], med[b],
+                 mx[b], tol_med, tol_max);
+      worst = fmax(worst, mx[b]);
+    }
+    if (getenv("GRAD_VERBOSE")) {
+      for (int i = 0; i < nv; i++) printf("  q[%d] %.10e %.10e | v %.10e %.10e\n", i, gq[i], fq[i], gv[i], fv[i]);
+      for (int i = 0; i < nu * nstep; i++) printf("  u[%d] %.10e %.10e\n", i, gu[i], fu[i]);
+    }
+  }
+  free(qpos), free(qvel), free(ctrl), free(cq), free(cv), free(gq), free(gv), free(gu), free(fq), free(fv), free(fu);
+  free(qref), free(vref);
+  mj_deleteData(r.md);
+  sim_data_free(d);
+  sim_model_free(m);
+  mj_deleteModel(mj);
+  return worst;
+}
+
+// unit slider under a unit motor, Euler, no damping: dq'/du = h^2, dv'/du = h exactly
+static void check_slider(void) {
+  mjModel* mj = load("assets/test/grad_slider.xml", -1, 0);
+  TEST_CHECK(mj != NULL, "load slider");
+  if (!mj) return;
+  SimModel* m = NULL;
+  char err[256];
+  sim_model_import(mj, &m, err, sizeof(err));
+  sim_adjoint_enable(m, 1);
+  SimData* d = NULL;
+  sim_data_create(m, 1, &d);
+  double h = mj->opt.timestep;
+  d->qpos[0] = 0.3, d->qvel[0] = -0.2, d->ctrl[0] = 0.7;
+  sim_control_step(m, d, 1, 1);
+  d->adj_qpos[0] = 1, d->adj_qvel[0] = 0;
+  sim_control_step_backward(m, d, 1);
+  double dq = d->adj_ctrl[0];
+  d->adj_qpos[0] = 0, d->adj_qvel[0] = 1;
+  sim_control_step(m, d, 0, 0);
+  sim_tape_clear(m, d);
+  d->qpos[0] = 0.3, d->qvel[0] = -0.2;
+  sim_control_step(m, d, 1, 1);
+  d->adj_qpos[0] = 0, d->adj_qvel[0] = 1;
+  sim_control_step_backward(m, d, 1);
+  double dv = d->adj_ctrl[0];
+  printf("slider: dq/du %.17g (h^2 %.17g), dv/du %.17g (h %.17g)\n", dq, h * h, dv, h);
+  TEST_CHECK(fabs(dq - h * h) <= 1e-12 && fabs(dv - h) <= 1e-12, "slider closed form");
+  sim_data_free(d);
+  sim_model_free(m);
+  mj_deleteModel(mj);
+}
+
+int main(int argc, char** argv) {
+  const char* only = argc > 1 ? argv[1] : NULL;
+#define RUN(tag, ...) \
+  if (!only || strstr(tag, only)) __VA_ARGS__;
+  RUN("slider", check_slider());
+  RUN("chain_euler", check_model("assets/test/grad_chain.xml", -1, 0, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
+  RUN("chain_implicitfast", check_model("assets/test/grad_chain.xml", 3, 0, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
+  RUN("chain_rk4", check_model("assets/test/grad_chain.xml", 1, 2e-4, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
+  RUN("freebody", check_model("assets/test/grad_freebody.xml", -1, 0, 1, 1, 3, 0.3, 2.0, 1e-6, 1e-3));
+  RUN("cartpole", check_model("cartpole/cartpole.xml", -1, 0, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
+  RUN("hopper", check_model("hopper/hopper.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
+  RUN("humanoid", check_model("humanoid/humanoid.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
+  RUN("g1", check_model("g1/g1.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
+  RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, 1e-4, 1e-3));
+  return test_report("sim_grad");
+}
