@@ -407,9 +407,12 @@ int cfg_load_yaml(Cfg* c, const char* path, char* err, size_t errlen) {
   if (!rc && !c->run_name[0]) {  // default run name: the file's base name without extension
     const char* b = strrchr(path, '/');
     b = b ? b + 1 : path;
-    snprintf(c->run_name, sizeof(c->run_name), "%s", b);
-    char* dot = strrchr(c->run_name, '.');
-    if (dot && dot != c->run_name) *dot = 0;
+    char name[sizeof(c->run_name)];
+    snprintf(name, sizeof(name), "%s", b);
+    char* dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = 0;
+    memset(c->run_name, 0, sizeof(c->run_name));
+    snprintf(c->run_name, sizeof(c->run_name), "%s", name);
   }
   return rc;
 }
