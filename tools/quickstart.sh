@@ -17,9 +17,10 @@ if [ -n "$missing" ]; then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-if ! .venv/bin/python -c 'import mujoco, numpy, sys; sys.exit(mujoco.__version__ != "3.12.0")' 2>/dev/null; then
-  echo "quickstart: installing mujoco==3.12.0 into .venv"
-  .venv/bin/pip install -q mujoco==3.12.0 numpy
+# onnx + onnxruntime: test-only (nn_export_onnx runs the exported policy in a real ONNX consumer)
+if ! .venv/bin/python -c 'import mujoco, numpy, onnx, onnxruntime, sys; sys.exit(mujoco.__version__ != "3.12.0")' 2>/dev/null; then
+  echo "quickstart: installing mujoco==3.12.0 (and test-only onnx, onnxruntime) into .venv"
+  .venv/bin/pip install -q mujoco==3.12.0 numpy onnx onnxruntime
 fi
 
 # CUDA is optional: where nvcc exists the CUDA backend is compiled too (GPU tests skip without a device)
