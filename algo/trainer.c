@@ -232,6 +232,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     env_destroy(env);
     return TRAIN_EUSER;
   }
+  if (!o->resume && c->env_random_start_step) env_randomize_episode_start(env);
   TrainerState ts = {0, 0, (int64_t)cfg_hash(c)};
   int rc = TRAIN_OK;
   FILE* metrics = NULL;

@@ -104,6 +104,13 @@ void env_destroy(EnvBatch* e) {
   free(e);
 }
 
+void env_randomize_episode_start(EnvBatch* e) {
+  for (int w = 0; w < e->nworld; w++) {
+    int t = (int)(env_rng_uniform(&e->rng[w]) * e->episode_steps);
+    e->t[w] = t < e->episode_steps ? t : e->episode_steps - 1;
+  }
+}
+
 void env_step(EnvBatch* e, const sim_real* act) {
   const EnvTask* tk = e->task;
   int O = e->obs_dim, A = e->act_dim;

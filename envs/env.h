@@ -157,6 +157,9 @@ typedef struct EnvBatch {
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps /* 0: task default */, uint64_t seed,
                char* err, size_t errlen);
 void env_destroy(EnvBatch* e);
+// Sets each world's step counter to a uniform draw in [0, episode_steps) (its reset stream): the first episodes
+// end at different times, so that synchronous worlds do not all see the same phase of an episode.
+void env_randomize_episode_start(EnvBatch* e);
 // Applies act (nworld, act_dim), steps, fills reward/terminated/truncated/final_obs, auto-resets, updates obs.
 void env_step(EnvBatch* e, const sim_real* act);
 // Mean return and length over the last min(finished, ENV_RECENT) episodes (NaN when none finished).
