@@ -10,9 +10,7 @@
 // mj_makeConstraint + mj_island + mj_referenceConstraint + mj_fwdConstraint (Newton)
 SIM_FN void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_make_rows(m, d, lane, nlane);
-  if (lane == 0) {
-    sim_island(m, d);
-    sim_solve(m, d);
-  }
+  if (lane == 0) sim_island(m, d);
   SIM_SYNC();
+  sim_solve(m, d, lane, nlane);
 }

@@ -51,6 +51,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, efc_Jaref, nefcmax, 1)  /* solver: J qacc - aref */                                  \
   X(sim_real, efc_Jv, nefcmax, 1)     /* solver: J search */                                       \
   X(sim_real, efc_quad, nefcmax, 3)   /* solver: per-row quadratic of the line search */           \
+  X(sim_real, efc_cost, nefcmax, 1)   /* solver: per-row cost (summed in row order by every lane) */ \
   /* islands (mj_island): trees joined by rows; dofs and rows gathered per island, ascending */   \
   X(int, nisland, one, 1)                                                                          \
   X(int, tree_island, ntree, 1)       /* scratch: union-find parent, then island (-1: none) */     \
@@ -69,7 +70,8 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_Mgrad, nv, 1)                                                                    \
   X(sim_real, sol_search, nv, 1)                                                                   \
   X(sim_real, sol_cholupd, nv, 1)                                                                  \
-  X(sim_real, sol_L, nv, m->nv)       /* dense Cholesky factor of the island Hessian (lower) */
+  X(sim_real, sol_L, nv, m->nv)       /* dense Cholesky factor of the island Hessian (lower) */    \
+  X(int, sol_flag, one, 1)            /* lane 0 -> all lanes: the Hessian needs a full refactor */
 
 // host only: row-capacity override read by sim_constraint_sizes (> 0 replaces the derived capacity)
 #ifndef __CUDACC__

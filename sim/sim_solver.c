@@ -2,9 +2,13 @@
 // Newton solver (engine_solver.c:mj_solPrimal with flg_Newton; dense Hessian, pyramidal cones), matching
 // MuJoCo 3.12 iterate for iterate. Included by sim_constraint.c.
 //
-// The solve is sequential (line search, Cholesky updates), so it runs on lane 0 of the world; the rows
-// were filled across lanes before. Vectors live in dof space (SimData qacc, sol_*); an island solve reads
-// and writes only its own dofs (map_idof2dof) and rows (map_iefc2efc), so islands never interact.
+// Lanes: every lane runs the same control flow and computes the scalars (costs, dot products, the whole
+// line search) redundantly, in the same order, from shared data that no lane writes meanwhile, so all lanes
+// take the same branches. Vector work is partitioned: rows across lanes (J v, forces, quadratics),
+// dofs across lanes (J' f, updates), Hessian entries and Cholesky rows across lanes; the sequential parts
+// (LDL and Cholesky solves, rank-1 updates, island discovery) run on lane 0. Vectors live in dof space
+// (SimData qacc, sol_*); an island solve reads and writes only its own dofs (map_idof2dof) and rows
+// (map_iefc2efc), so islands never interact.
 
 // Float32 builds: MuJoCo Warp clamps the tolerance to >= 1e-6 in float32 (its io.py); we do the same,
 // because below that the improvement and gradient tests cannot fire in single precision and every solve
@@ -140,12 +144,12 @@ SIM_FN void sim_solveLD_serial(const SimModel* m, sim_real* x, const sim_real* q
   }
 }
 
-// res = M v on a set of dofs closed under the tree (mju_mulSymVecSparse order)
+// res = M v on a set of dofs closed under the tree (mju_mulSymVecSparse order); dofs NULL: all dofs
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
                           int n) {
-  for (int k = 0; k < n; k++) res[dofs[k]] = 0;
+  for (int k = 0; k < n; k++) res[dofs ? dofs[k] : k] = 0;
   for (int k = 0; k < n; k++) {
-    int i = dofs[k], adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
+    int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     res[i] = M[adr + diag] * v[i];
     for (int q = diag - 1; q >= 0; q--) {
       int j = m->M_colind[adr + q];
@@ -164,35 +168,42 @@ SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const si
   return s;
 }
 
-// mj_constraintUpdate_impl (no equality or elliptic rows): force, state, cost over a row list
-SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar) {
-  sim_real s = 0;
-  for (int q = 0; q < nr; q++) {
-    int i = rows[q];
-    sim_real D = d->efc_D[i], R = d->efc_R[i], f = d->efc_frictionloss[i], x = jar[i];
-    int type = d->efc_type[i];
-    d->efc_force[i] = -D * x;
-    if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
-      if (x <= -R * f) {
-        s += (sim_real)-0.5 * R * f * f - f * x;
-        d->efc_force[i] = f;
-        d->efc_state[i] = SIM_CSTATE_LINEARNEG;
-      } else if (x >= R * f) {
-        s += (sim_real)-0.5 * R * f * f + f * x;
-        d->efc_force[i] = -f;
-        d->efc_state[i] = SIM_CSTATE_LINEARPOS;
-      } else {
-        s += (sim_real)0.5 * D * x * x;
-        d->efc_state[i] = SIM_CSTATE_QUADRATIC;
-      }
-    } else if (x >= 0) {
-      d->efc_force[i] = 0;
-      d->efc_state[i] = SIM_CSTATE_SATISFIED;
-    } else {
-      s += (sim_real)0.5 * D * x * x;
-      d->efc_state[i] = SIM_CSTATE_QUADRATIC;
+// mj_constraintUpdate_impl for one row (no equality or elliptic rows): force, state; returns the row's cost
+SIM_FN sim_real sim_row_update(SimWorld* d, int i, sim_real x) {
+  sim_real D = d->efc_D[i], R = d->efc_R[i], f = d->efc_frictionloss[i];
+  int type = d->efc_type[i];
+  d->efc_force[i] = -D * x;
+  if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
+    if (x <= -R * f) {
+      d->efc_force[i] = f;
+      d->efc_state[i] = SIM_CSTATE_LINEARNEG;
+      return (sim_real)-0.5 * R * f * f - f * x;
+    } else if (x >= R * f) {
+      d->efc_force[i] = -f;
+      d->efc_state[i] = SIM_CSTATE_LINEARPOS;
+      return (sim_real)-0.5 * R * f * f + f * x;
     }
+    d->efc_state[i] = SIM_CSTATE_QUADRATIC;
+    return (sim_real)0.5 * D * x * x;
   }
+  if (x >= 0) {
+    d->efc_force[i] = 0;
+    d->efc_state[i] = SIM_CSTATE_SATISFIED;
+    return 0;
+  }
+  d->efc_state[i] = SIM_CSTATE_QUADRATIC;
+  return (sim_real)0.5 * D * x * x;
+}
+
+// constraint update over a row list (rows across lanes); returns the total cost, summed in row order
+SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
+  for (int q = lane; q < nr; q += nlane) {
+    int i = rows[q];
+    d->efc_cost[i] = sim_row_update(d, i, jar[i]);
+  }
+  SIM_SYNC();
+  sim_real s = 0;
+  for (int q = 0; q < nr; q++) s += d->efc_cost[rows[q]];
   return s;
 }
 
@@ -226,7 +237,7 @@ SIM_FN sim_real sim_friction_costdif(sim_real start, sim_real x, sim_real f, sim
   return sim_friction_cost(x, f, Rf, D) - sim_friction_cost(start, f, Rf, D);
 }
 
-// PrimalEval: cost(alpha) - cost(0) and its first two derivatives
+// PrimalEval: cost(alpha) - cost(0) and its first two derivatives (reads shared data only)
 SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p) {
   sim_real cost = 0, alpha = p->alpha;
   sim_real deriv0 = 0, deriv1 = 0;
@@ -289,38 +300,34 @@ SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, cons
   return flag;
 }
 
-// PrimalSearch: exact piecewise-quadratic line search along sol_search; returns alpha and the improvement
+SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* dofs, int n) {
+  sim_real s = 0;
+  for (int k = 0; k < n; k++) s += a[dofs[k]] * b[dofs[k]];
+  return s;
+}
+
+// PrimalSearch: exact piecewise-quadratic line search along sol_search; returns alpha and the improvement.
+// Mv, Jv and the quadratics are computed across lanes; the search itself runs redundantly on every lane.
 SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c, sim_real tolerance,
-                                  int ls_iterations, sim_real* improvement) {
+                                  int ls_iterations, sim_real* improvement, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
   SimPnt p0, p1, p2, pmid, p1next, p2next;
   c->LSiter = 0;
   *improvement = 0;
   sim_real* v = d->sol_search;
-  sim_real snorm = 0;
-  for (int k = 0; k < n; k++) snorm += v[dofs[k]] * v[dofs[k]];
-  snorm = sim_sqrt(snorm);
+  sim_real snorm = sim_sqrt(sim_dot_dofs(v, v, dofs, n));
   if (snorm < (sim_real)SIM_MINVAL) return 0;
   sim_real gtol = tolerance * snorm / c->scale;
 
-  sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n);
-  for (int q = 0; q < c->nr; q++) {
-    int r = c->rows[q];
-    d->efc_Jv[r] = sim_rowdot(m, d, r, v, dofs, n);
-  }
-
-  // PrimalPrepare
-  sim_real a1 = 0, a2 = 0, a3 = 0;
-  for (int k = 0; k < n; k++) a1 += v[dofs[k]] * d->sol_Ma[dofs[k]];
-  for (int k = 0; k < n; k++) a2 += d->qfrc_smooth[dofs[k]] * v[dofs[k]];
-  for (int k = 0; k < n; k++) a3 += v[dofs[k]] * d->sol_Mv[dofs[k]];
-  c->quadGauss[1] = a1 - a2;
-  c->quadGauss[2] = (sim_real)0.5 * a3;
-  for (int q = 0; q < c->nr; q++) {
+  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n);
+  for (int q = lane; q < c->nr; q += nlane) {
     int i = c->rows[q];
+    sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
+    d->efc_Jv[i] = Jv;
+    // PrimalPrepare, per row
     sim_real* quad = d->efc_quad + 3 * i;
-    sim_real D = d->efc_D[i], Jv = d->efc_Jv[i], Jaref = d->efc_Jaref[i];
+    sim_real D = d->efc_D[i], Jaref = d->efc_Jaref[i];
     sim_real DJ0 = D * Jaref;
     quad[0] = Jaref * DJ0;
     quad[1] = Jv * DJ0;
@@ -328,6 +335,9 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
     quad[0] *= (sim_real)0.5;
     quad[2] *= (sim_real)0.5;
   }
+  SIM_SYNC();
+  c->quadGauss[1] = sim_dot_dofs(v, d->sol_Ma, dofs, n) - sim_dot_dofs(d->qfrc_smooth, v, dofs, n);
+  c->quadGauss[2] = (sim_real)0.5 * sim_dot_dofs(v, d->sol_Mv, dofs, n);
 
   p0.alpha = 0;
   sim_primal_eval(d, c, &p0);
@@ -394,12 +404,13 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
   return 0;
 }
 
-// PrimalUpdateConstraint: forces, states, island qfrc_constraint, cost (returned); quadGauss[0]
-SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c) {
+// PrimalUpdateConstraint + PrimalUpdateGrad: forces and states (rows across lanes), island
+// qfrc_constraint and grad (dofs across lanes); returns the cost, sets quadGauss[0]
+SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n, nv = m->nv;
-  sim_real cost = sim_constraint_update(d, c->rows, c->nr, d->efc_Jaref);
-  for (int k = 0; k < n; k++) {
+  sim_real cost = sim_constraint_update(d, c->rows, c->nr, d->efc_Jaref, lane, nlane);  // syncs
+  for (int k = lane; k < n; k += nlane) {
     int j = dofs[k];
     sim_real s = 0;
     for (int q = 0; q < c->nr; q++) {
@@ -407,6 +418,7 @@ SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c
       s += d->efc_J[(size_t)r * nv + j] * d->efc_force[r];
     }
     d->qfrc_constraint[j] = s;
+    d->sol_grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - s;
   }
   sim_real gauss = 0;
   for (int k = 0; k < n; k++) {
@@ -414,55 +426,63 @@ SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c
     gauss += (sim_real)0.5 * (d->sol_Ma[j] - d->qfrc_smooth[j]) * (d->qacc[j] - d->qacc_smooth[j]);
   }
   c->quadGauss[0] = gauss;
+  SIM_SYNC();
   return cost + gauss;
 }
 
 // H = M + J' D J (lower, island-local n x n) over rows in the quadratic state, then L = chol(H)
-SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c) {
+// (mju_sqrMatTD_impl, mju_addToSymSparse, mju_cholFactor with mindiag = MINVAL)
+SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n, nv = m->nv;
   sim_real* L = d->sol_L;
-  for (int a = 0; a < n; a++) {
-    for (int b = 0; b <= a; b++) {
-      // same accumulation order as mju_sqrMatTD_impl (rows ascending)
-      sim_real s = 0;
-      for (int q = 0; q < c->nr; q++) {
-        int r = c->rows[q];
-        if (d->efc_state[r] != SIM_CSTATE_QUADRATIC) continue;
-        const sim_real* J = d->efc_J + (size_t)r * nv;
-        sim_real t = J[dofs[a]];
-        if (t == 0) continue;
-        s += J[dofs[b]] * (t * d->efc_D[r]);
-      }
-      L[a * n + b] = s;
+  // entries across lanes; each sums rows in ascending order (MuJoCo's accumulation order)
+  for (int e = lane; e < n * n; e += nlane) {
+    int a = e / n, b = e % n;
+    if (b > a) {
+      L[e] = 0;
+      continue;
     }
-    for (int b = a + 1; b < n; b++) L[a * n + b] = 0;
+    sim_real s = 0;
+    for (int q = 0; q < c->nr; q++) {
+      int r = c->rows[q];
+      if (d->efc_state[r] != SIM_CSTATE_QUADRATIC) continue;
+      const sim_real* J = d->efc_J + (size_t)r * nv;
+      sim_real t = J[dofs[a]];
+      if (t == 0) continue;
+      s += J[dofs[b]] * (t * d->efc_D[r]);
+    }
+    L[e] = s;
   }
-  // add M (island block; the dofs of a tree are contiguous in the island list)
-  for (int a = 0; a < n; a++) {
+  SIM_SYNC();
+  // add M by island rows (a tree's dofs are contiguous in the island list, so dof j sits at a - (i - j))
+  for (int a = lane; a < n; a += nlane) {
     int i = dofs[a], adr = m->M_rowadr[i], nnz = m->M_rownnz[i];
     for (int q = 0; q < nnz; q++) {
       int j = m->M_colind[adr + q];
       L[a * n + (a - (i - j))] += d->M[adr + q];
     }
   }
-  // mju_cholFactor with mindiag = MINVAL
+  SIM_SYNC();
+  // left-looking Cholesky: column j needs columns < j; its rows below the diagonal go across lanes
   for (int j = 0; j < n; j++) {
     sim_real tmp = L[j * (n + 1)];
     for (int k = 0; k < j; k++) tmp -= L[j * n + k] * L[j * n + k];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
-    L[j * (n + 1)] = sim_sqrt(tmp);
-    if (deficient) {
-      for (int i = j + 1; i < n; i++) L[i * n + j] = 0;
-    } else {
-      sim_real inv = 1 / L[j * (n + 1)];
-      for (int i = j + 1; i < n; i++) {
+    sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
+    SIM_SYNC();
+    if (lane == 0) L[j * (n + 1)] = diag;
+    for (int i = j + 1 + lane; i < n; i += nlane) {
+      if (deficient) {
+        L[i * n + j] = 0;
+      } else {
         sim_real s = L[i * n + j];
         for (int k = 0; k < j; k++) s -= L[i * n + k] * L[j * n + k];
         L[i * n + j] = s * inv;
       }
     }
+    SIM_SYNC();
   }
 }
 
@@ -488,50 +508,53 @@ SIM_FN int sim_chol_update(sim_real* L, sim_real* x, int n, int plus) {
   return rank;
 }
 
-// HessianIncremental: rank-1 updates for rows entering/leaving the quadratic state; refactor on rank loss
-SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c) {
+// HessianIncremental: rank-1 updates (lane 0) for rows entering/leaving the quadratic state; a full refactor
+// (all lanes) when an update loses rank
+SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n, nv = m->nv;
-  for (int q = 0; q < c->nr; q++) {
-    int r = c->rows[q];
-    int was = d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC, is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
-    if (was == is) continue;
-    sim_real sd = sim_sqrt(d->efc_D[r]);
-    const sim_real* J = d->efc_J + (size_t)r * nv;
-    for (int k = 0; k < n; k++) d->sol_cholupd[k] = J[c->dofs[k]] * sd;
-    if (sim_chol_update(d->sol_L, d->sol_cholupd, n, is) < n) {
-      sim_hessian_factor(m, d, c);
-      return;
+  if (lane == 0) {
+    d->sol_flag[0] = 0;
+    for (int q = 0; q < c->nr; q++) {
+      int r = c->rows[q];
+      int was = d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC, is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
+      if (was == is) continue;
+      sim_real sd = sim_sqrt(d->efc_D[r]);
+      const sim_real* J = d->efc_J + (size_t)r * nv;
+      for (int k = 0; k < n; k++) d->sol_cholupd[k] = J[c->dofs[k]] * sd;
+      if (sim_chol_update(d->sol_L, d->sol_cholupd, n, is) < n) {
+        d->sol_flag[0] = 1;
+        break;
+      }
     }
   }
+  SIM_SYNC();
+  if (d->sol_flag[0]) sim_hessian_factor(m, d, c, lane, nlane);
 }
 
-// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor)
-SIM_FN void sim_chol_solve(const SimWorld* d, SimSolveCtx* c) {
-  const int* dofs = c->dofs;
-  int n = c->n;
-  const sim_real* L = d->sol_L;
-  sim_real* res = d->sol_cholupd;  // island-local scratch
-  for (int i = 0; i < n; i++) {
-    sim_real s = d->sol_grad[dofs[i]];
-    for (int k = 0; k < i; k++) s -= L[i * n + k] * res[k];
-    res[i] = s / L[i * (n + 1)];
+// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor), lane 0
+SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane) {
+  if (lane == 0) {
+    const int* dofs = c->dofs;
+    int n = c->n;
+    const sim_real* L = d->sol_L;
+    sim_real* res = d->sol_cholupd;  // island-local scratch
+    for (int i = 0; i < n; i++) {
+      sim_real s = d->sol_grad[dofs[i]];
+      for (int k = 0; k < i; k++) s -= L[i * n + k] * res[k];
+      res[i] = s / L[i * (n + 1)];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+      for (int j = i + 1; j < n; j++) res[i] -= L[j * n + i] * res[j];
+      res[i] /= L[i * (n + 1)];
+    }
+    for (int i = 0; i < n; i++) d->sol_Mgrad[dofs[i]] = res[i];
   }
-  for (int i = n - 1; i >= 0; i--) {
-    for (int j = i + 1; j < n; j++) res[i] -= L[j * n + i] * res[j];
-    res[i] /= L[i * (n + 1)];
-  }
-  for (int i = 0; i < n; i++) d->sol_Mgrad[dofs[i]] = res[i];
-}
-
-SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* dofs, int n) {
-  sim_real s = 0;
-  for (int k = 0; k < n; k++) s += a[dofs[k]] * b[dofs[k]];
-  return s;
+  SIM_SYNC();
 }
 
 // mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations
 SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
-                             int island) {
+                             int island, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
   c->dofs = dofs;
@@ -544,16 +567,13 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   sim_real* grad = d->sol_grad;
   sim_real* Mgrad = d->sol_Mgrad;
 
-  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n);
-  for (int q = 0; q < nr; q++) {
+  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n);
+  for (int q = lane; q < nr; q += nlane) {
     int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
   }
-  sim_primal_update(m, d, c);
-  for (int k = 0; k < n; k++) {
-    int j = dofs[k];
-    grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - d->qfrc_constraint[j];
-  }
+  SIM_SYNC();
+  sim_primal_update(m, d, c, lane, nlane);
   if (island < 0) {
     c->scale = 1 / (m->meaninertia * (sim_real)SIM_MAX(1, m->nv));
   } else {
@@ -567,118 +587,122 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   sim_real scale = c->scale;
 
   // zero-iteration certificate with Mgrad = M^-1 grad
-  for (int j = 0; j < m->nv; j++) Mgrad[j] = 0;
-  for (int k = 0; k < n; k++) Mgrad[dofs[k]] = grad[dofs[k]];
-  sim_solveLD_serial(m, Mgrad, d->qLD, d->qLDiagInv);
+  if (lane == 0) {
+    for (int j = 0; j < m->nv; j++) Mgrad[j] = 0;
+    for (int k = 0; k < n; k++) Mgrad[dofs[k]] = grad[dofs[k]];
+    sim_solveLD_serial(m, Mgrad, d->qLD, d->qLDiagInv);
+  }
+  SIM_SYNC();
   int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n)) < tol;
   int flg_gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n)) < tol;
   int done = flg_gap && flg_gradient;
   if (!done) {
-    sim_hessian_factor(m, d, c);
-    sim_chol_solve(d, c);
+    sim_hessian_factor(m, d, c, lane, nlane);
+    sim_chol_solve(d, c, lane);
     done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n)) < tol;
   }
   if (!done)
-    for (int k = 0; k < n; k++) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
+    for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
+  SIM_SYNC();
 
   int iter = 0;
   while (!done && iter < m->iterations) {
     sim_real ls_improvement;
-    sim_real alpha = sim_primal_search(m, d, c, tol * m->ls_tolerance, m->ls_iterations, &ls_improvement);
+    sim_real alpha =
+        sim_primal_search(m, d, c, tol * m->ls_tolerance, m->ls_iterations, &ls_improvement, lane, nlane);
+    SIM_SYNC();  // every lane is done reading the search data before it changes
     if (alpha == 0) break;
-    for (int k = 0; k < n; k++) {
+    for (int k = lane; k < n; k += nlane) {
       int j = dofs[k];
       d->qacc[j] += alpha * d->sol_search[j];
       d->sol_Ma[j] += alpha * d->sol_Mv[j];
     }
-    for (int q = 0; q < nr; q++) {
+    for (int q = lane; q < nr; q += nlane) {
       int r = rows[q];
       d->efc_Jaref[r] += alpha * d->efc_Jv[r];
       d->efc_oldstate[r] = d->efc_state[r];
     }
-    sim_primal_update(m, d, c);
-    sim_hessian_incremental(m, d, c);
-    for (int k = 0; k < n; k++) {
-      int j = dofs[k];
-      grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - d->qfrc_constraint[j];
-    }
-    sim_chol_solve(d, c);
+    SIM_SYNC();
+    sim_primal_update(m, d, c, lane, nlane);
+    sim_hessian_incremental(m, d, c, lane, nlane);
+    sim_chol_solve(d, c, lane);
     sim_real improvement = scale * ls_improvement;
     sim_real gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n));
     sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n));
     iter++;
     if ((improvement > 0 && improvement < tol) || gradient < tol || decrement < tol) break;
-    for (int k = 0; k < n; k++) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
+    for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
+    SIM_SYNC();
   }
+  SIM_SYNC();
   return iter;
 }
 
 // engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
-SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows) {
+SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   if (m->disableflags & SIM_DSBL_WARMSTART) {
-    for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_smooth[i];
+    for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
+    SIM_SYNC();
     return;
   }
-  sim_real* jar = d->efc_Jaref;
-  for (int r = 0; r < nefc; r++) {
+  // jar at qacc_warmstart (efc_Jaref) and at qacc_smooth (efc_b, kept in efc_Jv), rows across lanes
+  for (int r = lane; r < nefc; r += nlane) {
     const sim_real* J = d->efc_J + (size_t)r * nv;
     sim_real s = 0, t = 0;
     for (int j = 0; j < nv; j++) {
       s += J[j] * d->qacc_warmstart[j];
       t += J[j] * d->qacc_smooth[j];
     }
-    jar[r] = s - d->efc_aref[r];
-    d->efc_Jv[r] = t - d->efc_aref[r];  // efc_b
+    d->efc_Jaref[r] = s - d->efc_aref[r];
+    d->efc_Jv[r] = t - d->efc_aref[r];
   }
-  for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_warmstart[i];
-  sim_real cost_ws = sim_constraint_update(d, allrows, nefc, jar);
-  for (int i = 0; i < nv; i++) d->sol_Ma[i] = 0;
-  {
-    // Ma = M qacc_warmstart over all dofs (mj_mulM)
-    for (int i = 0; i < nv; i++) {
-      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-      sim_real s = d->M[diag] * d->qacc_warmstart[i];
-      for (int k = adr; k < diag; k++) s += d->M[k] * d->qacc_warmstart[m->M_colind[k]];
-      d->sol_Ma[i] = s;
-    }
-    for (int i = 0; i < nv; i++) {
-      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-      for (int k = adr; k < diag; k++) d->sol_Ma[m->M_colind[k]] += d->M[k] * d->qacc_warmstart[i];
-    }
-  }
+  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc_warmstart, 0, nv);
+  SIM_SYNC();
+  sim_real cost_ws = sim_constraint_update(d, allrows, nefc, d->efc_Jaref, lane, nlane);
   for (int i = 0; i < nv; i++)
     cost_ws += (sim_real)0.5 * (d->sol_Ma[i] - d->qfrc_smooth[i]) * (d->qacc_warmstart[i] - d->qacc_smooth[i]);
-  sim_real cost_smooth = sim_constraint_update(d, allrows, nefc, d->efc_Jv);
-  if (cost_ws > cost_smooth)
-    for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_smooth[i];
+  SIM_SYNC();
+  sim_real cost_smooth = sim_constraint_update(d, allrows, nefc, d->efc_Jv, lane, nlane);
+  int smooth = cost_ws > cost_smooth;
+  for (int i = lane; i < nv; i += nlane) d->qacc[i] = smooth ? d->qacc_smooth[i] : d->qacc_warmstart[i];
+  SIM_SYNC();
 }
 
-// mj_fwdConstraint for the Newton solver (serial, lane 0): warm start, then each island (or everything)
-SIM_FN void sim_solve(const SimModel* m, SimWorld* d) {
+// mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once)
+SIM_FN void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
-  for (int i = 0; i < nv; i++) d->qfrc_constraint[i] = 0;
-  d->solver_niter[0] = 0;
+  for (int i = lane; i < nv; i += nlane) d->qfrc_constraint[i] = 0;
+  if (lane == 0) d->solver_niter[0] = 0;
   if (nefc == 0) {
-    for (int i = 0; i < nv; i++) d->qacc[i] = d->qacc_smooth[i];
+    for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
+    SIM_SYNC();
     return;
   }
-  // identity row list for the monolithic path and the warm start (map_iefc2efc as scratch when no islands)
+  // the warm start runs over all rows (identity list in efc_oldstate, free until the iterations)
   int nisland = d->nisland[0];
-  int* allrows = d->efc_oldstate;
-  for (int r = 0; r < nefc; r++) allrows[r] = r;
-  sim_warmstart(m, d, allrows);
+  int* ident = d->efc_oldstate;
+  SIM_SYNC();
+  for (int r = lane; r < nefc; r += nlane) ident[r] = r;
+  SIM_SYNC();
+  sim_warmstart(m, d, ident, lane, nlane);
   if (nisland > 0) {
     int nidof = d->island_idofadr[nisland - 1] + d->island_nv[nisland - 1];
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
-      for (int k = nidof; k < nv; k++) d->qacc[d->map_idof2dof[k]] = d->qacc_smooth[d->map_idof2dof[k]];
+      for (int k = nidof + lane; k < nv; k += nlane) d->qacc[d->map_idof2dof[k]] = d->qacc_smooth[d->map_idof2dof[k]];
+    SIM_SYNC();
+    int niter = 0;
     for (int i = 0; i < nisland; i++)
-      d->solver_niter[0] += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                              d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i);
+      niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, lane, nlane);
+    if (lane == 0) d->solver_niter[0] = niter;
   } else {
-    // monolithic: dof list = identity (map_idof2dof as scratch), rows = identity
-    for (int i = 0; i < nv; i++) d->map_idof2dof[i] = i;
-    for (int r = 0; r < nefc; r++) d->map_iefc2efc[r] = r;
-    d->solver_niter[0] = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1);
+    // monolithic: identity dof and row lists in the island maps
+    for (int r = lane; r < nefc; r += nlane) d->map_iefc2efc[r] = r;
+    for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
+    SIM_SYNC();
+    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, lane, nlane);
+    if (lane == 0) d->solver_niter[0] = niter;
   }
+  SIM_SYNC();
 }

@@ -17,6 +17,9 @@ static const char* kModels[] = {
     "test/constraint_chain.xml",   "test/constraint_free.xml",
 };
 #define NSTATE 12
+
+// sim_constraint_lanes.c: the same engine with nlane pthreads as lanes
+void sim_lanes_run_stage(const void* model, void* data, int w, int stage, int nlane);
 #define ROW_TOL 1e-11  // rows: relative to the row's scale
 #define SOL_TOL 1e-8   // qacc, qfrc_constraint after the solve (relative, whole vector)
 
@@ -122,6 +125,22 @@ static double compare_state(const char* tag, const mjModel* mm, const mjData* md
   return ea;
 }
 
+// the constraint stage with several lanes equals the single-lane result bit for bit
+static void check_lanes(const char* tag, const SimModel* m, SimData* d, int nlane) {
+  int nv = m->nv, nefc = d->nefc[0], niter = d->solver_niter[0];
+  double* ref = (double*)malloc(sizeof(double) * (size_t)(2 * nv + nefc + 1));
+  for (int i = 0; i < nv; i++) ref[i] = d->qacc[i], ref[nv + i] = d->qfrc_constraint[i];
+  for (int r = 0; r < nefc; r++) ref[2 * nv + r] = d->efc_force[r];
+  for (int i = 0; i < nv; i++) d->qacc[i] = NAN, d->qfrc_constraint[i] = NAN;
+  sim_lanes_run_stage(m, d, 0, SIM_STAGE_CONSTRAINT, nlane);
+  int same = d->nefc[0] == nefc && d->solver_niter[0] == niter;
+  for (int i = 0; i < nv && same; i++) same = d->qacc[i] == ref[i] && d->qfrc_constraint[i] == ref[nv + i];
+  for (int r = 0; r < nefc && same; r++) same = d->efc_force[r] == ref[2 * nv + r];
+  TEST_CHECK(same, "%s: %d lanes differ from one lane (nefc %d/%d, niter %d/%d)", tag, nlane, d->nefc[0], nefc,
+             d->solver_niter[0], niter);
+  free(ref);
+}
+
 static void run_model(const char* name, int converged) {
   char path[1024], err[4096];
   if (sim_find_asset(name, path, sizeof(path))) {
@@ -179,6 +198,7 @@ static void run_model(const char* name, int converged) {
       snprintf(tag, sizeof(tag), "%s%s state %d (nefc %d ncon %d)", name, converged ? " converged" : "", got,
                md->nefc, md->ncon);
       double e = compare_state(tag, mm, md, &m, d);
+      if (!converged) check_lanes(tag, &m, d, got % 2 ? 3 : 8);
       worst = fmax(worst, e);
       withrows += md->nefc > 0;
       got++;
