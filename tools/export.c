@@ -1,0 +1,374 @@
+// export.c: `adjoint export CHECKPOINT|RUN_DIR --onnx FILE --blob FILE`: the deterministic policy of a training
+// checkpoint (observation normalizer -> actor MLP -> action map; the EMA shadow when the run keeps one) as an
+// ONNX model and/or an embedded-controller blob (nn/nn_export.h, nn/nn_blob_format.md).
+// Exit codes: 0 written, 2 bad input (flags, missing / corrupt / truncated / mismatched checkpoint), 1 runtime
+// failure (cannot write an output).
+//
+// What is read: the checkpoint's "config" attribute (the run's resolved YAML; else RUN_DIR/config.yaml, or
+// --config), which gives the task (obs/act sizes), the actor's architecture and the normalizer settings; then the
+// datasets <algo>/actor, <algo>/obs_norm/{count,mean,m2} (when policy.obs_norm) and, when present, the EMA
+// shadow (<algo>/ema, <algo>/actor_ema or <algo>/ema/actor) through algo/ckpt.h's reader. Model-derived metadata
+// (control dt, joint names, default joint positions, PD gains, actuator names) comes from the task's MJCF when
+// it can be loaded; without it the export still succeeds (with a warning).
+#define _GNU_SOURCE  // mkstemp, strdup
+#include <mujoco/mujoco.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "algo/cfg.h"
+#include "algo/ckpt.h"
+#include "algo/trainer.h"
+#include "envs/env.h"
+#include "nn/nn.h"
+#include "nn/nn_export.h"
+#include "sim/sim_common.h"
+#include "tools/cli.h"
+
+int export_main(int argc, char** argv);
+
+static const char* kExportUsage =
+    "usage: adjoint export CHECKPOINT.h5|RUN_DIR [--onnx FILE] [--blob FILE] [options]\n"
+    "  Writes the checkpoint's deterministic policy (normalizer -> actor -> action scale/offset; EMA weights\n"
+    "  when the run keeps them). RUN_DIR uses its latest ckpt_*.h5. At least one of --onnx / --blob.\n"
+    "  --onnx FILE     ONNX model: input \"obs\" float32 [batch, obs_dim], output \"actions\" [batch, act_dim],\n"
+    "                  metadata_props with observation/action names, action scale/offset, control_dt, joints\n"
+    "  --blob FILE     compact binary for embedded controllers (nn/nn_blob_format.md, nn/nn_blob_infer.h)\n"
+    "  --opset N       ONNX opset 17 (default; LayerNormalization) or 13 (LayerNorm decomposed)\n"
+    "  --no-ema        export the live parameters even when the checkpoint has an EMA shadow\n"
+    "  --config FILE   the run's config.yaml (default: the checkpoint's own copy, else RUN_DIR/config.yaml)\n"
+    "  --quiet         no summary\n"
+    "Exit codes: 0 written, 2 bad input (missing, corrupt or mismatched checkpoint), 1 write failure.\n";
+
+static int user_error(const char* fmt, const char* a, const char* b) {
+  fprintf(stderr, "adjoint export: ");
+  fprintf(stderr, fmt, a, b ? b : "");
+  fputc('\n', stderr);
+  return 2;
+}
+
+// Observation names per task (the task files document them in their header comments).
+// TODO(envs): move these into EnvTaskInfo so that every task declares its own.
+static const char* const kCartpoleObs[] = {"cart_position", "pole_cos", "pole_sin", "cart_velocity",
+                                           "pole_angular_velocity"};
+static const char* const* task_obs_names(const char* task, int obs_dim) {
+  if (!strcmp(task, "cartpole") && obs_dim == 5) return kCartpoleObs;
+  return NULL;
+}
+
+// The actor's NnConfig as the algorithms build it from the config (algo/ppo.c net_config; SHAC squashes its
+// actions with tanh, algo/shac.c's plan).
+static NnAct act_of(const char* s) {
+  if (!strcmp(s, "relu")) return NN_ACT_RELU;
+  if (!strcmp(s, "tanh")) return NN_ACT_TANH;
+  if (!strcmp(s, "silu")) return NN_ACT_SILU;
+  return NN_ACT_ELU;
+}
+static void actor_config(NnConfig* n, const Cfg* c, int obs_dim, int act_dim) {
+  memset(n, 0, sizeof(*n));
+  n->in_dim = obs_dim, n->out_dim = act_dim;
+  n->n_hidden = c->policy_actor_hidden.n;
+  for (int i = 0; i < n->n_hidden; i++) n->hidden[i] = c->policy_actor_hidden.v[i];
+  n->act = act_of(c->policy_activation);
+  n->layer_norm = c->policy_layer_norm;
+  n->out_act = strcmp(c->algo_name, "ppo") ? NN_ACT_TANH : NN_ACT_NONE;
+  n->out_scale = 1;
+}
+#define NORM_EPS 1e-8  // the algorithms' nn_norm_create eps (algo/ppo.c)
+
+// Loads the config stored in the checkpoint's "config" attribute (0), or returns CKPT_EMISSING.
+static int config_from_checkpoint(const char* ckpt, Cfg* c, char* err, size_t errlen) {
+  size_t cap = 1 << 20;
+  char* text = (char*)malloc(cap);
+  if (!text) return CKPT_EIO;
+  int rc = ckpt_read_attr(ckpt, "config", text, cap);
+  if (rc) {
+    free(text);
+    return rc;
+  }
+  char tmp[] = "/tmp/adjoint_export_cfg_XXXXXX";
+  int fd = mkstemp(tmp);
+  FILE* f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    free(text);
+    if (fd >= 0) close(fd), unlink(tmp);
+    snprintf(err, errlen, "cannot create a temporary file");
+    return CKPT_EIO;
+  }
+  fputs(text, f);
+  fclose(f);
+  free(text);
+  char msg[1024];
+  rc = cfg_defaults(c, msg, sizeof(msg)) || cfg_load_yaml(c, tmp, msg, sizeof(msg)) ? CKPT_EFORMAT : 0;
+  unlink(tmp);
+  if (rc) snprintf(err, errlen, "%s: the stored config is invalid: %s", ckpt, msg);
+  return rc;
+}
+
+// Model-derived metadata (best effort).
+typedef struct {
+  void* mj;
+  double dt;
+  int n;
+  const char** joint;
+  double *q0, *kp, *kd;
+  const char** act_names;
+} ModelMeta;
+
+static void model_meta(const EnvTask* tk, int act_dim, ModelMeta* mm, int quiet) {
+  memset(mm, 0, sizeof(*mm));
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  opt.disable_add = tk->info.disable_add;
+  char msg[2048];
+  if (sim_load_mjcf(tk->info.model, &opt, &mm->mj, msg, sizeof(msg))) {
+    if (!quiet)
+      fprintf(stderr, "adjoint export: warning: task model %s not loaded (%s): no control_dt/joint metadata\n",
+              tk->info.model, msg);
+    mm->mj = NULL;
+    return;
+  }
+  const mjModel* m = (const mjModel*)mm->mj;
+  mm->dt = m->opt.timestep * tk->info.frame_skip;
+  mm->joint = (const char**)calloc((size_t)m->njnt + 1, sizeof(char*));
+  mm->q0 = (double*)calloc(3 * (size_t)m->njnt + 1, sizeof(double));
+  if (!mm->joint || !mm->q0) return;
+  mm->kp = mm->q0 + m->njnt, mm->kd = mm->q0 + 2 * m->njnt;
+  for (int j = 0; j < m->njnt; j++) {
+    int t = m->jnt_type[j];
+    if (t != mjJNT_HINGE && t != mjJNT_SLIDE) continue;  // floating bases and ball joints are not "joints" here
+    const char* name = mj_id2name(m, mjOBJ_JOINT, j);
+    int k = mm->n++;
+    mm->joint[k] = name ? name : "";
+    mm->q0[k] = m->qpos0[m->jnt_qposadr[j]];
+    for (int a = 0; a < m->nu; a++) {  // a position servo on this joint: gain kp, bias (0, -kp, -kd)
+      const mjtNum* g = m->actuator_gainprm + (size_t)a * mjNGAIN;
+      const mjtNum* b = m->actuator_biasprm + (size_t)a * mjNBIAS;
+      if (m->actuator_trntype[a] == mjTRN_JOINT && m->actuator_trnid[2 * a] == j &&
+          m->actuator_gaintype[a] == mjGAIN_FIXED && m->actuator_biastype[a] == mjBIAS_AFFINE && b[1] == -g[0] &&
+          g[0] > 0) {
+        mm->kp[k] = g[0], mm->kd[k] = -b[2];
+        break;
+      }
+    }
+  }
+  if (m->nu == act_dim) {
+    mm->act_names = (const char**)calloc((size_t)act_dim, sizeof(char*));
+    for (int a = 0; mm->act_names && a < act_dim; a++) {
+      const char* name = mj_id2name(m, mjOBJ_ACTUATOR, a);
+      mm->act_names[a] = name ? name : "";
+    }
+  }
+}
+
+static void model_meta_free(ModelMeta* mm) {
+  free(mm->joint), free(mm->q0), free(mm->act_names);
+  if (mm->mj) sim_free_mjmodel(mm->mj);
+}
+
+static int is_hdf5(const char* path) {
+  static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  unsigned char b[8];
+  FILE* f = fopen(path, "rb");
+  if (!f) return -1;
+  size_t n = fread(b, 1, 8, f);
+  fclose(f);
+  return n == 8 && !memcmp(b, sig, 8);
+}
+
+int export_main(int argc, char** argv) {
+  const char *target = NULL, *onnx = NULL, *blob = NULL, *config = NULL;
+  int opset = 17, no_ema = 0, quiet = 0;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(kExportUsage, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--onnx")) {
+      if (!(onnx = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--blob")) {
+      if (!(blob = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--config")) {
+      if (!(config = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--opset")) {
+      if (cli_int(argc, argv, &i, 13, 17, &opset)) return 2;
+      if (opset != 13 && opset != 17) return user_error("option --opset: %s is not 13 or 17", argv[i], NULL);
+    } else if (!strcmp(a, "--no-ema")) {
+      no_ema = 1;
+    } else if (!strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "adjoint export: unknown option %s\n(see adjoint export --help)\n", a);
+      return 2;
+    } else if (!target) {
+      target = a;
+    } else {
+      return user_error("unexpected argument %s", a, NULL);
+    }
+  }
+  if (!target) {
+    fprintf(stderr, "adjoint export: missing CHECKPOINT or RUN_DIR\n%s", kExportUsage);
+    return 2;
+  }
+  if (!onnx && !blob) return user_error("nothing to write: give --onnx FILE and/or --blob FILE%s", "", NULL);
+
+  // ---- locate the checkpoint and its config ----
+  char ckpt[4200], dir[4200], cfgpath[4300], err[8192] = "";
+  struct stat st;
+  if (stat(target, &st)) return user_error("%s: no such file or directory", target, NULL);
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(dir, sizeof(dir), "%s", target);
+    if (trainer_latest_checkpoint(dir, ckpt, sizeof(ckpt)))
+      return user_error("%s: no checkpoint (ckpt_*.h5) in this directory", dir, NULL);
+  } else {
+    snprintf(ckpt, sizeof(ckpt), "%s", target);
+    snprintf(dir, sizeof(dir), "%s", target);
+    char* slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof(dir), ".");
+  }
+  int h5 = is_hdf5(ckpt);
+  if (h5 < 0) return user_error("%s: cannot open", ckpt, NULL);
+  if (!h5) return user_error("%s: not an HDF5 checkpoint (bad signature: corrupt, truncated or another format)", ckpt, NULL);
+  // open once with no datasets: a corrupt or truncated file fails here with the reader's message
+  if (ckpt_read(ckpt, NULL, 0, err, sizeof(err))) return user_error("%s%s", err, "");
+
+  Cfg c;
+  int rc;
+  if (config) {
+    char msg[1024];
+    if (cfg_defaults(&c, msg, sizeof(msg)) || cfg_load_yaml(&c, config, msg, sizeof(msg)))
+      return user_error("%s%s", msg, "");
+  } else if ((rc = config_from_checkpoint(ckpt, &c, err, sizeof(err))) != 0) {
+    if (rc != CKPT_EMISSING) return user_error("%s%s", err[0] ? err : ckpt, err[0] ? "" : ": cannot read the config attribute");
+    snprintf(cfgpath, sizeof(cfgpath), "%s/config.yaml", dir);
+    char msg[1024];
+    if (cfg_defaults(&c, msg, sizeof(msg)) || cfg_load_yaml(&c, cfgpath, msg, sizeof(msg)))
+      return user_error("%s has no stored config and %s", ckpt, msg);
+  }
+  const EnvTask* tk = env_find_task(c.env_task);
+  if (!tk) return user_error("config: unknown task '%s'%s", c.env_task, "");
+  int O = tk->info.obs_dim, A = tk->info.act_dim;
+
+  // ---- policy tensors ----
+  NnConfig nc;
+  actor_config(&nc, &c, O, A);
+  if (nn_config_check(&nc)) return user_error("config: invalid actor network%s%s", "", "");
+  int64_t np = nn_param_count(&nc);
+  float* params = (float*)malloc(sizeof(float) * (size_t)np);
+  float* ema = (float*)malloc(sizeof(float) * (size_t)np);
+  double* stats = (double*)malloc(sizeof(double) * (3 * (size_t)O + 1));
+  if (!params || !ema || !stats) {
+    free(params), free(ema), free(stats);
+    fprintf(stderr, "adjoint export: out of memory\n");
+    return 1;
+  }
+  double *count = stats, *mean = stats + 1, *m2 = stats + 1 + O, *var = stats + 1 + 2 * O;
+  const char* prefixes[2] = {c.algo_name, "shac"};
+  const char* prefix = NULL;
+  char name[64];
+  int exit_code = 0;
+  for (int k = 0; k < 2 && !prefix; k++) {
+    CkTensor t;
+    snprintf(name, sizeof(name), "%s/actor", prefixes[k]);
+    ckpt_add(&t, 0, 1, name, CK_F32, params, np, 0);
+    rc = ckpt_read(ckpt, &t, 1, err, sizeof(err));
+    if (!rc) prefix = prefixes[k];
+    else if (rc != CKPT_EMISSING || k == 1) {
+      if (rc == CKPT_ESHAPE)
+        fprintf(stderr, "adjoint export: %s (the config's actor %s has %lld parameters)\n", err, c.env_task, (long long)np);
+      else
+        fprintf(stderr, "adjoint export: %s\n", rc == CKPT_EMISSING ? "no actor parameters in the checkpoint" : err);
+      if (rc == CKPT_EMISSING) fprintf(stderr, "adjoint export: %s: dataset '%s/actor' missing\n", ckpt, c.algo_name);
+      exit_code = 2;
+      break;
+    }
+  }
+  int has_ema = 0;
+  if (prefix && !no_ema) {
+    static const char* const kEma[] = {"ema", "actor_ema", "ema/actor"};
+    for (int k = 0; k < 3 && !has_ema && !exit_code; k++) {
+      CkTensor t;
+      snprintf(name, sizeof(name), "%s/%s", prefix, kEma[k]);
+      ckpt_add(&t, 0, 1, name, CK_F32, ema, np, 0);
+      rc = ckpt_read(ckpt, &t, 1, err, sizeof(err));
+      if (!rc) has_ema = 1;
+      else if (rc != CKPT_EMISSING) fprintf(stderr, "adjoint export: %s\n", err), exit_code = 2;
+    }
+  }
+  if (prefix && !exit_code && c.policy_obs_norm) {
+    CkTensor t[3];
+    char n0[64], n1[64], n2[64];
+    snprintf(n0, sizeof(n0), "%s/obs_norm/count", prefix);
+    snprintf(n1, sizeof(n1), "%s/obs_norm/mean", prefix);
+    snprintf(n2, sizeof(n2), "%s/obs_norm/m2", prefix);
+    ckpt_add(t, 0, 3, n0, CK_F64, count, 1, 0);
+    ckpt_add(t, 1, 3, n1, CK_F64, mean, O, 0);
+    ckpt_add(t, 2, 3, n2, CK_F64, m2, O, 0);
+    if (ckpt_read(ckpt, t, 3, err, sizeof(err))) fprintf(stderr, "adjoint export: %s\n", err), exit_code = 2;
+    else if (!(*count >= 0)) fprintf(stderr, "adjoint export: %s: invalid normalizer count\n", ckpt), exit_code = 2;
+  }
+  if (exit_code) {
+    free(params), free(ema), free(stats);
+    return exit_code;
+  }
+
+  NnExportPolicy pol;
+  memset(&pol, 0, sizeof(pol));
+  pol.cfg = nc;
+  pol.params = has_ema ? ema : params;
+  if (c.policy_obs_norm) {
+    for (int j = 0; j < O; j++) var[j] = *count > 0 ? m2[j] / *count : 1.0;
+    pol.has_norm = 1, pol.norm_mean = mean, pol.norm_var = var;
+    pol.norm_eps = NORM_EPS, pol.norm_clip = c.policy_obs_clip;
+  }
+  // Actions are the policy's raw output: each task maps them itself (cartpole: ctrl = clip(a, -1, 1)).
+  // TODO(envs): tasks with a scaled action (targets = default + scale * a) should expose scale/offset here.
+
+  ModelMeta mm;
+  model_meta(tk, A, &mm, quiet);
+  NnExportMeta meta;
+  memset(&meta, 0, sizeof(meta));
+  meta.task = c.env_task, meta.algo = c.algo_name, meta.source = ckpt, meta.ema = has_ema;
+  meta.obs_names = task_obs_names(c.env_task, O);
+  meta.act_names = mm.act_names;
+  meta.control_dt = mm.dt;
+  meta.n_joints = mm.n, meta.joint_names = mm.joint, meta.default_joint_pos = mm.q0, meta.kp = mm.kp, meta.kd = mm.kd;
+  char hidden[128] = "";
+  for (int i = 0; i < nc.n_hidden; i++)
+    snprintf(hidden + strlen(hidden), sizeof(hidden) - strlen(hidden), "%s%d", i ? "," : "", nc.hidden[i]);
+  char seed[32];
+  snprintf(seed, sizeof(seed), "%lld", (long long)c.run_seed);
+  const char* ek[] = {"run_seed", "actor_hidden"};
+  const char* ev[] = {seed, hidden};
+  meta.n_extra = 2, meta.extra_keys = ek, meta.extra_values = ev;
+
+  if (onnx) {
+    NnOnnxOptions oo = {opset};
+    rc = nn_export_onnx_file(onnx, &pol, &meta, &oo, err, sizeof(err));
+    if (rc) {
+      fprintf(stderr, "adjoint export: %s\n", err);
+      exit_code = rc == NN_EIO || rc == NN_ENOMEM ? 1 : 2;
+    }
+  }
+  if (blob && !exit_code) {
+    rc = nn_export_blob_file(blob, &pol, err, sizeof(err));
+    if (rc) {
+      fprintf(stderr, "adjoint export: %s\n", err);
+      exit_code = rc == NN_EIO || rc == NN_ENOMEM ? 1 : 2;
+    }
+  }
+  if (!exit_code && !quiet) {
+    printf("checkpoint %s (task %s, algo %s, %s weights)\n", ckpt, c.env_task, c.algo_name, has_ema ? "EMA" : "live");
+    printf("policy %d -> [%s] -> %d, %s%s, obs_norm %s\n", O, hidden, A, c.policy_activation,
+           nc.layer_norm ? " + LayerNorm" : "", c.policy_obs_norm ? "on" : "off");
+    if (onnx) printf("onnx %s (opset %d)\n", onnx, opset);
+    if (blob) printf("blob %s\n", blob);
+  }
+  model_meta_free(&mm);
+  free(params), free(ema), free(stats);
+  return exit_code;
+}
