@@ -9,6 +9,9 @@
 #endif
 
 int bench_sim_main(int argc, char** argv);
+#ifdef ADJ_HAVE_EXPORT
+int export_main(int argc, char** argv);  // tools/export.c
+#endif
 
 static const char* kUsage =
     "usage: adjoint COMMAND [args]\n"
@@ -16,6 +19,7 @@ static const char* kUsage =
     "  bench nn [options]           MLP library benchmark (GPU)\n"
     "  train CONFIG.yaml [options]  train a policy (PPO now; SHAC later); --resume RUN_DIR continues a run\n"
     "  eval RUN_DIR|CHECKPOINT      evaluate a trained policy (deterministic)\n"
+    "  export CHECKPOINT --onnx F --blob F  the policy for deployment (ONNX model, embedded blob)\n"
     "  bench sim MODEL.xml [opts]   physics steps/s, CUDA beside MuJoCo C\n"
     "  help                         this message\n"
     "Run 'adjoint COMMAND --help' for a command's options.\n";
@@ -30,6 +34,9 @@ int main(int argc, char** argv) {
 #ifdef ADJ_HAVE_TRAIN
   if (!strcmp(cmd, "train")) return train_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "eval")) return eval_main(argc - 1, argv + 1);
+#endif
+#ifdef ADJ_HAVE_EXPORT
+  if (!strcmp(cmd, "export")) return export_main(argc - 1, argv + 1);
 #endif
   if (!strcmp(cmd, "bench")) {
     if (argc >= 3 && !strcmp(argv[2], "nn")) return nn_bench_main(argc - 2, argv + 2);
