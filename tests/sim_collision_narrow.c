@@ -25,6 +25,9 @@
 #define ATOL 2e-4
 #endif
 
+// tests/sim_collision_lanes.c: one stage of one world with nlane threads as lanes
+void sim_collision_lanes_run_stage(const void* model, void* data, int w, int stage, int nlane);
+
 static unsigned long long rng_state = 12345;
 static double urand(void) {  // [0, 1)
   rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -128,6 +131,7 @@ static void tally(const SimModel* m, const SimWorld* wd, int i) {
 typedef struct {
   double dist, pos, frame, param;  // max relative errors
   long ncon, nstate, nstate_mismatch, nthreshold, nfail;
+  int maxcon, nconmax;  // largest contact count seen, capacity
 } Stats;
 
 // contact i of MuJoCo's list: is it within float32 rounding of a detection decision?
@@ -163,7 +167,7 @@ static int compare_world(const char* name, int state, const mjModel* M, const mj
 #ifdef SIM_DOUBLE
     thr = 0;  // float64 must match exactly
 #endif
-    if (!thr || verbose) {
+    if (verbose) {
       fprintf(stderr, "%s state %d: contact lists differ (ours %d, MuJoCo %d)\n", name, state, n, md->ncon);
       for (int i = 0; i < (n > md->ncon ? n : md->ncon); i++) {
         if (i < md->ncon)
@@ -223,6 +227,7 @@ typedef struct {
   int nstate;
   int disable;      // extra mjDSBL_* flags for this run (both engines)
   double f32_allow; // float32: fraction of states allowed to differ (degenerate poses)
+  int lanes_check;  // also run the stage with 5 and 32 threads as lanes
 } Case;
 
 // loads the model with constraints disabled (the importer refuses constraint models until the solver lands),
@@ -258,27 +263,57 @@ static int run_case(const Case* cs, Stats* st) {
     TEST_CHECK(0, "cannot load %s", cs->file);
     return 1;
   }
-  int ns = cs->nstate, fails = 0;
+  int ns = cs->nstate, fails = 0, batch = ns < 25 ? ns : 25;  // worlds per batch (SimData is large)
   SimData* d;
-  TEST_CHECK(sim_data_create(m, ns, &d) == SIM_OK, "alloc");
-  double* qpos = (double*)malloc(sizeof(double) * (size_t)ns * M->nq);
-  for (int w = 0; w < ns; w++) {
-    gen_state(M, cs->kind, key, cs->amp, qpos + (size_t)w * M->nq);
-    for (int i = 0; i < M->nq; i++) d->qpos[(size_t)w * m->nq + i] = (sim_real)qpos[(size_t)w * M->nq + i];
-  }
-  sim_poison(m, d);
-  sim_run_stage(m, d, SIM_STAGE_KINEMATICS);
-  sim_run_stage(m, d, SIM_STAGE_COLLISION);
+  TEST_CHECK(sim_data_create(m, batch, &d) == SIM_OK, "alloc");
+  double* qpos = (double*)malloc(sizeof(double) * M->nq);
   mjData* md = mj_makeData(M);
-  for (int w = 0; w < ns; w++) {
-    // MuJoCo from our (possibly float32-rounded) state
-    for (int i = 0; i < M->nq; i++) md->qpos[i] = (double)d->qpos[(size_t)w * m->nq + i];
-    mj_kinematics(M, md);
-    mj_collision(M, md);
-    SimWorld wd;
-    sim_world(m, d, w, &wd);
-    if (compare_world(cs->file, w, M, md, m, &wd, st, fails < 2)) fails++;
-    TEST_CHECK(wd.ncon_overflow[0] == 0, "%s: overflow %d", cs->file, wd.ncon_overflow[0]);
+  for (int w0 = 0; w0 < ns; w0 += batch) {
+    int nb = ns - w0 < batch ? ns - w0 : batch;
+    for (int w = 0; w < nb; w++) {
+      gen_state(M, cs->kind, key, cs->amp, qpos);
+      for (int i = 0; i < M->nq; i++) d->qpos[(size_t)w * m->nq + i] = (sim_real)qpos[i];
+    }
+    sim_poison(m, d);
+    sim_run_stage(m, d, SIM_STAGE_KINEMATICS);
+    sim_run_stage(m, d, SIM_STAGE_COLLISION);
+    // lane-parallel narrow phase + compaction (5 and 32 lanes) equals the single-lane result bit for bit
+    if (cs->lanes_check && w0 == 0) {
+      SimData* dl;
+      TEST_CHECK(sim_data_create(m, batch, &dl) == SIM_OK, "alloc");
+      memcpy(dl->buffer, d->buffer, d->nbuffer);
+      int nl[2] = {5, 32}, lanes_bad = 0;  // 5: lanes not dividing npair
+      for (int w = 0; w < nb && w < 8; w++) {
+        SimWorld a, b;
+        sim_world(m, d, w, &a);
+        sim_world(m, dl, w, &b);
+        for (int k = 0; k < 2; k++) {
+          sim_collision_lanes_run_stage(m, dl, w, SIM_STAGE_COLLISION, nl[k]);
+          int n = a.ncon[0], same = n == b.ncon[0] && a.ncon_overflow[0] == b.ncon_overflow[0];
+#define SAME(f, width) same = same && !memcmp(a.f, b.f, sizeof(*a.f) * (size_t)(width) * (size_t)n);
+          SAME(contact_dist, 1) SAME(contact_pos, 3) SAME(contact_frame, 9) SAME(contact_geom, 2)
+          SAME(contact_dim, 1) SAME(contact_exclude, 1) SAME(contact_friction, 5) SAME(contact_solref, 2)
+          SAME(contact_solreffriction, 2) SAME(contact_solimp, 5) SAME(contact_includemargin, 1)
+          SAME(contact_pair, 1) SAME(contact_witness, 1)
+#undef SAME
+          lanes_bad += !same;
+        }
+      }
+      TEST_CHECK(lanes_bad == 0, "%s: %d lane-parallel collision runs differ from the single-lane one", cs->file,
+                 lanes_bad);
+      sim_data_free(dl);
+    }
+    for (int w = 0; w < nb; w++) {
+      // MuJoCo from our (possibly float32-rounded) state
+      for (int i = 0; i < M->nq; i++) md->qpos[i] = (double)d->qpos[(size_t)w * m->nq + i];
+      mj_kinematics(M, md);
+      mj_collision(M, md);
+      SimWorld wd;
+      sim_world(m, d, w, &wd);
+      if (compare_world(cs->file, w0 + w, M, md, m, &wd, st, fails < 2)) fails++;
+      TEST_CHECK(wd.ncon_overflow[0] == 0, "%s: overflow %d", cs->file, wd.ncon_overflow[0]);
+      if (wd.ncon[0] > st->maxcon) st->maxcon = wd.ncon[0];
+    }
 #ifdef SIM_DOUBLE
     if (fails > 3) break;
 #endif
@@ -290,6 +325,7 @@ static int run_case(const Case* cs, Stats* st) {
   TEST_CHECK(fails <= cs->f32_allow * ns, "%s (%s): %d of %d states differ from MuJoCo (allowed %.0f%%)", cs->file,
              PREC, fails, ns, 100 * cs->f32_allow);
 #endif
+  st->nconmax = m->nconmax;
   mj_deleteData(md);
   free(qpos);
   sim_data_free(d);
@@ -300,7 +336,7 @@ static int run_case(const Case* cs, Stats* st) {
 
 // nconmax override: the first nconmax contacts (in MuJoCo's order) survive, the rest are counted
 static void check_overflow(void) {
-  Case cs = {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 1, 0, 0};
+  Case cs = {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 1, 0, 0, 0};
   mjModel* M;
   SimModel* m;
   int key;
@@ -351,15 +387,15 @@ static void check_overflow(void) {
 
 int main(void) {
   static const Case cases[] = {
-      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 400, 0, 0.1},
-      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_MIDPHASE, 0.1},
-      {"test/collision_chain.xml", GEN_SCATTER, NULL, 0, 300, 0, 0.05},
+      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 400, 0, 0.1, 1},
+      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_MIDPHASE, 0.1, 0},
+      {"test/collision_chain.xml", GEN_SCATTER, NULL, 0, 300, 0, 0.05, 0},
       // parent-child pairs touch exactly at the joints (capsule ends on box faces): float32 only reported
-      {"test/collision_chain.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_FILTERPARENT, 1.0},
-      {"hopper/hopper.xml", GEN_JOINTS, NULL, 0.6, 200, 0, 0.01},
-      {"humanoid/humanoid.xml", GEN_JOINTS, NULL, 0.5, 200, 0, 0.01},
-      {"humanoid/humanoid.xml", GEN_JOINTS, "prone", 0.5, 100, 0, 0.01},
-      {"g1/scene_flat.xml", GEN_JOINTS, "home", 0.6, 300, 0, 0.01},
+      {"test/collision_chain.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_FILTERPARENT, 1.0, 0},
+      {"hopper/hopper.xml", GEN_JOINTS, NULL, 0.6, 200, 0, 0.01, 0},
+      {"humanoid/humanoid.xml", GEN_JOINTS, NULL, 0.5, 200, 0, 0.01, 0},
+      {"humanoid/humanoid.xml", GEN_JOINTS, "prone", 0.5, 100, 0, 0.01, 0},
+      {"g1/scene_flat.xml", GEN_JOINTS, "home", 0.6, 300, 0, 0.01, 1},
   };
   int ncase = (int)(sizeof(cases) / sizeof(cases[0]));
   for (int c = 0; c < ncase; c++) {
@@ -367,9 +403,9 @@ int main(void) {
     memset(&st, 0, sizeof(st));
     run_case(&cases[c], &st);
     printf("%-24s dsbl %5d: %4ld states, %5ld contacts matched; %ld states differ (%ld lists, %ld of them near a "
-           "threshold); max rel err dist %.1e pos %.1e frame %.1e params %.1e\n",
+           "threshold); max rel err dist %.1e pos %.1e frame %.1e params %.1e; max ncon %d of nconmax %d\n",
            cases[c].file, cases[c].disable, st.nstate, st.ncon, st.nfail, st.nstate_mismatch, st.nthreshold, st.dist,
-           st.pos, st.frame, st.param);
+           st.pos, st.frame, st.param, st.maxcon, st.nconmax);
   }
   printf("branch coverage (matched contacts):");
   for (int k = 0; k < COV_N; k++) {
