@@ -154,6 +154,51 @@ extern "C" int simcuda_stage(SimCuda* g, int stage) {
   return SIM_OK;
 }
 
+// ---- reverse-mode gradient (sim_adjoint.c): tape and backward, one warp per world ----
+__global__ void k_control_step(const SimModel* m, const SimData* d, int nsub, int record) {
+  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_control_step_world(m, &wd, nsub, record, threadIdx.x & 31, 32);
+}
+
+__global__ void k_control_step_backward(const SimModel* m, const SimData* d, int nsub) {
+  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_control_step_backward_world(m, &wd, nsub, threadIdx.x & 31, 32);
+}
+
+// nsub substeps per world, recording each substep's input on the tape (record: needs sim_adjoint_enable
+// on the host model before simcuda_create; a full tape records nothing more)
+extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
+  if (record && !g->hm.adj) {
+    snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
+    return SIM_ERR_ARG;
+  }
+  k_control_step<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd, nsub, record);
+  CU_CHECK(cudaGetLastError());
+  return SIM_OK;
+}
+
+// pops nsub substeps: adj_qpos/adj_qvel (output cotangents) -> input cotangents, adj_ctrl
+extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
+  if (!g->hm.adj) {
+    snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
+    return SIM_ERR_ARG;
+  }
+  k_control_step_backward<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd, nsub);
+  CU_CHECK(cudaGetLastError());
+  return SIM_OK;
+}
+
+extern "C" int simcuda_tape_clear(SimCuda* g) {
+  if (g->hm.adj) CU_CHECK(cudaMemset(g->hd.tape_n, 0, sizeof(int) * (size_t)g->hd.nworld));
+  return SIM_OK;
+}
+
 extern "C" int simcuda_sync(SimCuda* g) {
   CU_CHECK(cudaDeviceSynchronize());
   return SIM_OK;

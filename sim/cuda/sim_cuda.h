@@ -27,6 +27,12 @@ int simcuda_step(SimCuda* g);              // mj_step for every world
 int simcuda_stage(SimCuda* g, int stage);  // one SIM_STAGE_* for every world
 int simcuda_sync(SimCuda* g);
 
+// reverse-mode gradient (sim_adjoint.h semantics; enable it on the host model before simcuda_create):
+// control step with optional recording, backward of the last recorded control step, tape reset
+int simcuda_control_step(SimCuda* g, int nsub, int record);
+int simcuda_control_step_backward(SimCuda* g, int nsub);
+int simcuda_tape_clear(SimCuda* g);
+
 // median over nrep of the time of nstep consecutive steps (CUDA events, after one warm-up), per step in ms
 int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step);
 
