@@ -34,6 +34,8 @@ typedef struct {
   // scratch
   float *nobs, *fobs, *bobs, *bmu, *bval, *dmu, *dval, *tmp;
   int* perm;
+  double* gls;   // (A) log-std gradient accumulator
+  float* gls_f;  // (A)
 } Ppo;
 
 static const char* const kMetrics[] = {"loss_policy", "loss_value", "entropy", "kl",
@@ -72,7 +74,7 @@ static void ppo_destroy(void* p) {
   free(s->obs), free(s->act), free(s->mu), free(s->logp), free(s->val), free(s->rew), free(s->ret), free(s->adv);
   free(s->done), free(s->log_std_old);
   free(s->nobs), free(s->fobs), free(s->bobs), free(s->bmu), free(s->bval), free(s->dmu), free(s->dval), free(s->tmp);
-  free(s->perm);
+  free(s->perm), free(s->gls), free(s->gls_f);
   free(s);
 }
 
@@ -138,9 +140,12 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   s->dval = (float*)malloc(sizeof(float) * (size_t)maxb);
   s->tmp = (float*)malloc(sizeof(float) * (size_t)maxb);
   s->perm = (int*)malloc(sizeof(int) * TN);
+  s->gls = (double*)calloc((size_t)A, sizeof(double));
+  s->gls_f = (float*)calloc((size_t)A, sizeof(float));
   if (!s->log_std || !s->log_std_old || !s->m || !s->v || !s->act_rng || !s->obs || !s->act || !s->mu || !s->logp ||
       !s->val || !s->rew || !s->ret || !s->adv || !s->done || !s->nobs || !s->fobs || !s->bobs || !s->bmu ||
-      !s->bval || !s->dmu || !s->dval || !s->tmp || !s->perm) {
+      !s->bval || !s->dmu || !s->dval || !s->tmp || !s->perm || !s->gls ||
+      !s->gls_f) {
     snprintf(err, errlen, "ppo: out of memory");
     ppo_destroy(s);
     return -1;
@@ -185,6 +190,70 @@ static void adam_segment(float* p, const float* g, float* m, float* v, int64_t n
     v[i] = b2 * v[i] + (1 - b2) * gi * gi;
     p[i] -= step * m[i] / (sqrtf(v[i]) / sbc2 + eps);
   }
+}
+
+typedef struct {
+  double loss, surr, value, entropy, kl, clip_frac;
+} MbLoss;
+
+// Forward passes and the PPO loss on the minibatch idx (mb rollout indices): loss = surrogate + value_coef *
+// value loss - entropy_coef * entropy. Fills the cotangents of the network outputs (s->dmu, s->dval) and the
+// log-std gradient (s->gls_f); the networks keep what their backward passes need.
+static MbLoss ppo_minibatch(Ppo* s, const int* idx, int mb) {
+  int O = s->O, A = s->A;
+  double clip = s->c.ppo_clip, ent_coef = s->c.ppo_entropy_coef, vcoef = s->c.ppo_value_coef;
+  double* gls = s->gls;
+  for (int k = 0; k < mb; k++) memcpy(s->bobs + (size_t)k * O, s->obs + (size_t)idx[k] * O, sizeof(float) * O);
+  nn_mlp_forward(s->actor, s->bobs, mb, s->bmu);
+  nn_mlp_forward(s->critic, s->bobs, mb, s->bval);
+  double kl = 0, lsurr = 0, lval = 0, clipped = 0;
+  for (int j = 0; j < A; j++) gls[j] = 0;
+  for (int k = 0; k < mb; k++) {
+    size_t i = (size_t)idx[k];
+    const float* a = s->act + i * A;
+    const float* muo = s->mu + i * A;
+    const float* mun = s->bmu + (size_t)k * A;
+    double lp = gauss_logp(a, mun, s->log_std, A);
+    for (int j = 0; j < A; j++) {
+      double so = exp((double)s->log_std_old[j]), sn = exp((double)s->log_std[j]);
+      double dm = (double)muo[j] - (double)mun[j];
+      kl += log(sn / so) + (so * so + dm * dm) / (2 * sn * sn) - 0.5;
+    }
+    double r = exp(lp - (double)s->logp[i]), adv = s->adv[i];
+    double rc = r < 1 - clip ? 1 - clip : (r > 1 + clip ? 1 + clip : r);
+    double s1 = -adv * r, s2 = -adv * rc;
+    lsurr += s1 > s2 ? s1 : s2;
+    clipped += fabs(r - 1) > clip;
+    double dl_dr = (s1 >= s2) ? -adv : (r > 1 - clip && r < 1 + clip ? -adv : 0);
+    double dl_dlp = dl_dr * r / mb;
+    for (int j = 0; j < A; j++) {
+      double sd2 = exp(2 * (double)s->log_std[j]), z = (double)a[j] - (double)mun[j];
+      s->dmu[(size_t)k * A + j] = (float)(dl_dlp * z / sd2);
+      gls[j] += dl_dlp * (z * z / sd2 - 1);
+    }
+    // value loss
+    double v = s->bval[k], vo = s->val[i], R = s->ret[i], dv;
+    if (s->c.ppo_clip_value_loss) {
+      double dvc = v - vo;
+      int inside = dvc > -clip && dvc < clip;
+      double vc = vo + (dvc < -clip ? -clip : (dvc > clip ? clip : dvc));
+      double l1 = (v - R) * (v - R), l2 = (vc - R) * (vc - R);
+      lval += l1 > l2 ? l1 : l2;
+      dv = l1 >= l2 ? 2 * (v - R) : (inside ? 2 * (vc - R) : 0);
+    } else {
+      lval += (v - R) * (v - R);
+      dv = 2 * (v - R);
+    }
+    s->dval[k] = (float)(vcoef * dv / mb);
+  }
+  kl /= mb, lsurr /= mb, lval /= mb;
+  double entropy = 0;
+  for (int j = 0; j < A; j++) entropy += 0.5 + 0.5 * kLog2Pi + (double)s->log_std[j];
+  for (int j = 0; j < A; j++) s->gls_f[j] = (float)(gls[j] - ent_coef);
+  MbLoss L;
+  L.surr = lsurr, L.value = lval, L.entropy = entropy, L.kl = kl, L.clip_frac = clipped / mb;
+  L.loss = lsurr + vcoef * lval - ent_coef * entropy;
+  return L;
 }
 
 static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
@@ -258,14 +327,12 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   tm->networks += algo_now() - t0;
 
   // ---- update ----
-  double clip = s->c.ppo_clip, ent_coef = s->c.ppo_entropy_coef, vcoef = s->c.ppo_value_coef;
   int adaptive = !strcmp(s->c.ppo_schedule, "adaptive");
   double sum[M_COUNT] = {0};
   int nupd = 0, mb = s->mb;
   float* ga = nn_mlp_grads(s->actor);
   float* gc = nn_mlp_grads(s->critic);
-  double* gls = (double*)calloc((size_t)A, sizeof(double));
-  float* gls_f = (float*)calloc((size_t)A, sizeof(float));
+  float* gls_f = s->gls_f;
   for (int ep = 0; ep < s->epochs; ep++) {
     t0 = algo_now();
     for (size_t i = 0; i < TN; i++) s->perm[i] = (int)i;
@@ -278,53 +345,8 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
     for (int b = 0; b < s->nmb; b++) {
       t0 = algo_now();
       const int* idx = s->perm + (size_t)b * mb;
-      for (int k = 0; k < mb; k++) memcpy(s->bobs + (size_t)k * O, s->obs + (size_t)idx[k] * O, sizeof(float) * O);
-      nn_mlp_forward(s->actor, s->bobs, mb, s->bmu);
-      nn_mlp_forward(s->critic, s->bobs, mb, s->bval);
-      double kl = 0, lsurr = 0, lval = 0, clipped = 0;
-      for (int j = 0; j < A; j++) gls[j] = 0;
-      for (int k = 0; k < mb; k++) {
-        size_t i = (size_t)idx[k];
-        const float* a = s->act + i * A;
-        const float* muo = s->mu + i * A;
-        const float* mun = s->bmu + (size_t)k * A;
-        double lp = gauss_logp(a, mun, s->log_std, A);
-        for (int j = 0; j < A; j++) {
-          double so = exp((double)s->log_std_old[j]), sn = exp((double)s->log_std[j]);
-          double dm = (double)muo[j] - (double)mun[j];
-          kl += log(sn / so) + (so * so + dm * dm) / (2 * sn * sn) - 0.5;
-        }
-        double r = exp(lp - (double)s->logp[i]), adv = s->adv[i];
-        double rc = r < 1 - clip ? 1 - clip : (r > 1 + clip ? 1 + clip : r);
-        double s1 = -adv * r, s2 = -adv * rc;
-        lsurr += s1 > s2 ? s1 : s2;
-        clipped += fabs(r - 1) > clip;
-        double dl_dr = (s1 >= s2) ? -adv : (r > 1 - clip && r < 1 + clip ? -adv : 0);
-        double dl_dlp = dl_dr * r / mb;
-        for (int j = 0; j < A; j++) {
-          double sd2 = exp(2 * (double)s->log_std[j]), z = (double)a[j] - (double)mun[j];
-          s->dmu[(size_t)k * A + j] = (float)(dl_dlp * z / sd2);
-          gls[j] += dl_dlp * (z * z / sd2 - 1);
-        }
-        // value loss
-        double v = s->bval[k], vo = s->val[i], R = s->ret[i], dv;
-        if (s->c.ppo_clip_value_loss) {
-          double dvc = v - vo;
-          int inside = dvc > -clip && dvc < clip;
-          double vc = vo + (dvc < -clip ? -clip : (dvc > clip ? clip : dvc));
-          double l1 = (v - R) * (v - R), l2 = (vc - R) * (vc - R);
-          lval += l1 > l2 ? l1 : l2;
-          dv = l1 >= l2 ? 2 * (v - R) : (inside ? 2 * (vc - R) : 0);
-        } else {
-          lval += (v - R) * (v - R);
-          dv = 2 * (v - R);
-        }
-        s->dval[k] = (float)(vcoef * dv / mb);
-      }
-      kl /= mb, lsurr /= mb, lval /= mb;
-      double entropy = 0;
-      for (int j = 0; j < A; j++) entropy += 0.5 + 0.5 * kLog2Pi + (double)s->log_std[j];
-      for (int j = 0; j < A; j++) gls_f[j] = (float)(gls[j] - ent_coef);
+      MbLoss L = ppo_minibatch(s, idx, mb);
+      double kl = L.kl;
       if (adaptive) {
         if (kl > 2 * s->c.ppo_desired_kl) s->lr = fmax(1e-5, s->lr / 1.5);
         else if (kl < s->c.ppo_desired_kl / 2 && kl > 0) s->lr = fmin(1e-2, s->lr * 1.5);
@@ -348,13 +370,11 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
       adam_segment(critic_p, gc, s->m + s->na, s->v + s->na, s->nc, s->lr, bc1, bc2, scale);
       adam_segment(s->log_std, gls_f, s->m + s->na + s->nc, s->v + s->na + s->nc, A, s->lr, bc1, bc2, scale);
       tm->networks += algo_now() - t0;
-      sum[M_POLICY] += lsurr, sum[M_VALUE] += lval, sum[M_ENTROPY] += entropy, sum[M_KL] += kl;
-      sum[M_GRADNORM] += gn, sum[M_CLIPFRAC] += clipped / mb;
+      sum[M_POLICY] += L.surr, sum[M_VALUE] += L.value, sum[M_ENTROPY] += L.entropy, sum[M_KL] += kl;
+      sum[M_GRADNORM] += gn, sum[M_CLIPFRAC] += L.clip_frac;
       nupd++;
     }
   }
-  free(gls);
-  free(gls_f);
   for (int k = 0; k < M_COUNT; k++) metrics[k] = sum[k] / (nupd ? nupd : 1);
   metrics[M_LR] = s->lr;
   double sd_mean = 0;

@@ -304,7 +304,14 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     for (int i = 2; i < ncol; i++) fprintf(metrics, ",%.9g", row[i]);
     fputc('\n', metrics);
     fflush(metrics);
-    if (tb) tb_scalars(tb, ts.iteration, tags + 2, row + 2, ncol - 2);
+    if (tb) {  // finite values only (no return before the first finished episode)
+      const char* ft[NTR + ALGO_MAX_METRICS + NTIME];
+      double fv[NTR + ALGO_MAX_METRICS + NTIME];
+      int nf = 0;
+      for (int i = 2; i < ncol; i++)
+        if (isfinite(row[i])) ft[nf] = tags[i], fv[nf++] = row[i];
+      tb_scalars(tb, ts.iteration, ft, fv, nf);
+    }
     int ck = (c->run_checkpoint_every > 0 && ts.iteration % c->run_checkpoint_every == 0) || ts.iteration == total;
     if (ck && (rc = save_checkpoint(o, &ts, env, ops, algo, err, errlen))) goto done;
     if (!o->quiet) {
