@@ -254,7 +254,7 @@ static int check_policy(const NnExportPolicy* p, char* err, size_t errlen) {
     return fail(err, errlen, NN_EINVAL, "export: normalizer without statistics");
   int64_t np = nn_param_count(&p->cfg);
   for (int64_t i = 0; i < np; i++)
-    if (!isfinite(p->params[i])) return fail(err, errlen, NN_EFORMAT, "export: parameter %lld is not finite", (long long)i);
+    if (!isfinite(p->params[i])) return fail(err, errlen, NN_EFORMAT, "export: network parameter %lld is not finite", (long long)i);
   for (int j = 0; p->has_norm && j < p->cfg.in_dim; j++)
     if (!isfinite(p->norm_mean[j]) || !(p->norm_var[j] >= 0) || !isfinite(p->norm_var[j]))
       return fail(err, errlen, NN_EFORMAT, "export: normalizer statistics of observation %d are invalid", j);

@@ -168,6 +168,17 @@ static void model_meta_free(ModelMeta* mm) {
   if (mm->mj) sim_free_mjmodel(mm->mj);
 }
 
+static const char* hidden_list(const NnConfig* nc) {  // "64,64"
+  static char buf[128];
+  buf[0] = 0;
+  for (int i = 0; i < nc->n_hidden; i++)
+    snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%d", i ? "," : "", nc->hidden[i]);
+  return buf;
+}
+
+// library messages start with "export: "; the CLI names the checkpoint instead
+static const char* lib_msg(const char* e) { return strncmp(e, "export: ", 8) ? e : e + 8; }
+
 static int is_hdf5(const char* path) {
   static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   unsigned char b[8];
@@ -278,11 +289,13 @@ int export_main(int argc, char** argv) {
     rc = ckpt_read(ckpt, &t, 1, err, sizeof(err));
     if (!rc) prefix = prefixes[k];
     else if (rc != CKPT_EMISSING || k == 1) {
-      if (rc == CKPT_ESHAPE)
-        fprintf(stderr, "adjoint export: %s (the config's actor %s has %lld parameters)\n", err, c.env_task, (long long)np);
+      if (rc == CKPT_EMISSING)
+        fprintf(stderr, "adjoint export: %s: dataset '%s/actor' missing (no actor parameters)\n", ckpt, c.algo_name);
+      else if (rc == CKPT_ESHAPE)
+        fprintf(stderr, "adjoint export: %s (the config's actor %d -> [%s] -> %d has %lld parameters)\n", err, O,
+                hidden_list(&nc), A, (long long)np);
       else
-        fprintf(stderr, "adjoint export: %s\n", rc == CKPT_EMISSING ? "no actor parameters in the checkpoint" : err);
-      if (rc == CKPT_EMISSING) fprintf(stderr, "adjoint export: %s: dataset '%s/actor' missing\n", ckpt, c.algo_name);
+        fprintf(stderr, "adjoint export: %s\n", err);
       exit_code = 2;
       break;
     }
@@ -337,9 +350,8 @@ int export_main(int argc, char** argv) {
   meta.act_names = mm.act_names;
   meta.control_dt = mm.dt;
   meta.n_joints = mm.n, meta.joint_names = mm.joint, meta.default_joint_pos = mm.q0, meta.kp = mm.kp, meta.kd = mm.kd;
-  char hidden[128] = "";
-  for (int i = 0; i < nc.n_hidden; i++)
-    snprintf(hidden + strlen(hidden), sizeof(hidden) - strlen(hidden), "%s%d", i ? "," : "", nc.hidden[i]);
+  char hidden[128];
+  snprintf(hidden, sizeof(hidden), "%s", hidden_list(&nc));
   char seed[32];
   snprintf(seed, sizeof(seed), "%lld", (long long)c.run_seed);
   const char* ek[] = {"run_seed", "actor_hidden"};
@@ -350,14 +362,14 @@ int export_main(int argc, char** argv) {
     NnOnnxOptions oo = {opset};
     rc = nn_export_onnx_file(onnx, &pol, &meta, &oo, err, sizeof(err));
     if (rc) {
-      fprintf(stderr, "adjoint export: %s\n", err);
+      fprintf(stderr, "adjoint export: %s%s%s\n", rc == NN_EIO ? "" : ckpt, rc == NN_EIO ? "" : ": ", lib_msg(err));
       exit_code = rc == NN_EIO || rc == NN_ENOMEM ? 1 : 2;
     }
   }
   if (blob && !exit_code) {
     rc = nn_export_blob_file(blob, &pol, err, sizeof(err));
     if (rc) {
-      fprintf(stderr, "adjoint export: %s\n", err);
+      fprintf(stderr, "adjoint export: %s%s%s\n", rc == NN_EIO ? "" : ckpt, rc == NN_EIO ? "" : ": ", lib_msg(err));
       exit_code = rc == NN_EIO || rc == NN_ENOMEM ? 1 : 2;
     }
   }
