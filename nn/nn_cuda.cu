@@ -17,7 +17,10 @@
 
 #define NN_MAX_LAYERS (NN_MAX_HIDDEN + 1)
 #define NN_MAX_PLANS 8
-#define NN_PART_BLOCKS 264     // column-sum partial blocks (2 per SM on an H100/H200; any count is correct)
+#define NN_PART_BLOCKS 264     // column-sum partial blocks for width >= 512 (2 per SM on an H100/H200)
+
+// blocks of the backward row kernels for width h: more for narrow rows (fixed for a given (B, h): deterministic)
+static int part_blocks(int h) { return h >= 512 ? NN_PART_BLOCKS : (h >= 256 ? 2 * NN_PART_BLOCKS : 4 * NN_PART_BLOCKS); }
 #define NN_LT_WORKSPACE (32u << 20)
 #define NN_MAX_SPLIT 64
 
@@ -191,6 +194,203 @@ __global__ void k_hidden_bwd(const float* dy, const float* __restrict__ z, const
   }
 }
 
+// Vectorized variants for widths h = 128 V (the usual 128/256/512/1024): lane owns the float4 groups
+// lane + 32 i, i < V; same arithmetic per element as the scalar kernels above.
+template <int V, bool LN>
+__global__ void k_hidden_fwd4(const float* __restrict__ z, float* __restrict__ y, float* __restrict__ mean,
+                              float* __restrict__ rstd, const float* __restrict__ gamma,
+                              const float* __restrict__ beta, int B, int act, float eps) {
+  const int h = 128 * V;
+  int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  if (row >= B) return;
+  const float4* zr = (const float4*)(z + (size_t)row * h);
+  float4* yr = (float4*)(y + (size_t)row * h);
+  float4 a[V];
+#pragma unroll
+  for (int i = 0; i < V; i++) a[i] = zr[lane + 32 * i];
+#pragma unroll
+  for (int i = 0; i < V; i++)
+    a[i].x = act_f(act, a[i].x), a[i].y = act_f(act, a[i].y), a[i].z = act_f(act, a[i].z), a[i].w = act_f(act, a[i].w);
+  if (!LN) {
+#pragma unroll
+    for (int i = 0; i < V; i++) yr[lane + 32 * i] = a[i];
+    return;
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < V; i++) s += a[i].x, s += a[i].y, s += a[i].z, s += a[i].w;
+  float mu = warp_sum(s) / (float)h, v = 0.f;
+#pragma unroll
+  for (int i = 0; i < V; i++) {
+    float d0 = a[i].x - mu, d1 = a[i].y - mu, d2 = a[i].z - mu, d3 = a[i].w - mu;
+    v += d0 * d0, v += d1 * d1, v += d2 * d2, v += d3 * d3;
+  }
+  float rs = 1.f / sqrtf(warp_sum(v) / (float)h + eps);
+  const float4* g4 = (const float4*)gamma;
+  const float4* b4 = (const float4*)beta;
+#pragma unroll
+  for (int i = 0; i < V; i++) {
+    float4 g = g4[lane + 32 * i], b = b4[lane + 32 * i], o;
+    o.x = (a[i].x - mu) * rs * g.x + b.x, o.y = (a[i].y - mu) * rs * g.y + b.y;
+    o.z = (a[i].z - mu) * rs * g.z + b.z, o.w = (a[i].w - mu) * rs * g.w + b.w;
+    yr[lane + 32 * i] = o;
+  }
+  if (lane == 0) mean[row] = mu, rstd[row] = rs;
+}
+
+// Backward for h = 128 V with the column accumulators in shared memory (nw, nq, h), one region per warp, so
+// that registers hold only the row being processed (occupancy); sums in the same order as k_hidden_bwd.
+template <int V, bool LN>
+__global__ void k_hidden_bwd4(const float* dy, const float* __restrict__ z, const float* __restrict__ mean,
+                              const float* __restrict__ rstd, const float* __restrict__ gamma, float* dz,
+                              float* __restrict__ part, int B, int rows_per_block, int act) {
+  extern __shared__ float sm[];
+  const int h = 128 * V, nq = LN ? 3 : 1;
+  const int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int r0 = blockIdx.x * rows_per_block, r1 = min(B, r0 + rows_per_block);
+  float4* acc = (float4*)(sm + (size_t)warp * nq * h);  // (nq, h/4)
+  const float4 zero4 = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int i = 0; i < V; i++)
+    for (int q = 0; q < nq; q++) acc[q * 32 * V + lane + 32 * i] = zero4;
+  float gam[4 * V];
+  if (LN) {
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+      float4 g = ((const float4*)gamma)[lane + 32 * i];
+      gam[4 * i] = g.x, gam[4 * i + 1] = g.y, gam[4 * i + 2] = g.z, gam[4 * i + 3] = g.w;
+    }
+  }
+  const float inv_h = 1.f / (float)h;
+  for (int r = r0 + warp; r < r1; r += nw) {
+    const float4* dyr = (const float4*)(dy + (size_t)r * h);
+    const float4* zr = (const float4*)(z + (size_t)r * h);
+    float d[4 * V], zz[4 * V];
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+      float4 a = dyr[lane + 32 * i], b = zr[lane + 32 * i];
+      d[4 * i] = a.x, d[4 * i + 1] = a.y, d[4 * i + 2] = a.z, d[4 * i + 3] = a.w;
+      zz[4 * i] = b.x, zz[4 * i + 1] = b.y, zz[4 * i + 2] = b.z, zz[4 * i + 3] = b.w;
+    }
+    float da[4 * V];
+    if (LN) {
+      float mu = mean[r], rs = rstd[r], xh[4 * V], sg = 0.f, sgx = 0.f;
+#pragma unroll
+      for (int k = 0; k < 4 * V; k++) {
+        xh[k] = (act_f(act, zz[k]) - mu) * rs;
+        float g = d[k] * gam[k];
+        sg += g, sgx += g * xh[k];
+      }
+#pragma unroll
+      for (int i = 0; i < V; i++) {
+        float4 ag = acc[32 * V + lane + 32 * i], ab = acc[64 * V + lane + 32 * i];
+        ag.x += d[4 * i] * xh[4 * i], ag.y += d[4 * i + 1] * xh[4 * i + 1];
+        ag.z += d[4 * i + 2] * xh[4 * i + 2], ag.w += d[4 * i + 3] * xh[4 * i + 3];
+        ab.x += d[4 * i], ab.y += d[4 * i + 1], ab.z += d[4 * i + 2], ab.w += d[4 * i + 3];
+        acc[32 * V + lane + 32 * i] = ag, acc[64 * V + lane + 32 * i] = ab;
+      }
+      sg = warp_sum(sg) * inv_h, sgx = warp_sum(sgx) * inv_h;
+#pragma unroll
+      for (int k = 0; k < 4 * V; k++) da[k] = rs * (d[k] * gam[k] - sg - xh[k] * sgx);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4 * V; k++) da[k] = d[k];
+    }
+    float4* dzr = (float4*)(dz + (size_t)r * h);
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+      float4 o, ab = acc[lane + 32 * i];
+      o.x = da[4 * i] * act_df(act, zz[4 * i]), o.y = da[4 * i + 1] * act_df(act, zz[4 * i + 1]);
+      o.z = da[4 * i + 2] * act_df(act, zz[4 * i + 2]), o.w = da[4 * i + 3] * act_df(act, zz[4 * i + 3]);
+      ab.x += o.x, ab.y += o.y, ab.z += o.z, ab.w += o.w;
+      acc[lane + 32 * i] = ab;
+      dzr[lane + 32 * i] = o;
+    }
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < nq * h; j += blockDim.x) {
+    float s = 0.f;
+    for (int w = 0; w < nw; w++) s += sm[(size_t)w * nq * h + j];
+    part[(size_t)blockIdx.x * nq * h + j] = s;
+  }
+}
+
+// Thin output layers (out <= 32, in <= 128; the actor's 128->29, the critic's 128->1), where cuBLASLt's
+// tiles are mostly empty: plain fp32 kernels with W in shared memory, fixed summation order (also in TF32 mode).
+#define NN_THIN_ROWS 32
+#define NN_THIN_BLOCKS 128  // weight-gradient row chunks (partials summed in order by k_finalize)
+
+static int thin_ok(int in, int out) { return out <= 32 && in <= 128; }
+
+// z (B, out) = x (B, in) W^T + b
+__global__ void k_thin_fwd(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ bias,
+                           float* __restrict__ z, int B, int in, int out) {
+  extern __shared__ float sm[];
+  float* ws = sm;                   // (out, in + 1), padded against bank conflicts
+  float* xs = sm + out * (in + 1);  // (NN_THIN_ROWS, in)
+  const int r0 = blockIdx.x * NN_THIN_ROWS, rows = min(NN_THIN_ROWS, B - r0);
+  for (int i = threadIdx.x; i < out * in; i += blockDim.x) ws[(i / in) * (in + 1) + i % in] = W[i];
+  for (int i = threadIdx.x; i < rows * in; i += blockDim.x) xs[i] = x[(size_t)r0 * in + i];
+  __syncthreads();
+  for (int t = threadIdx.x; t < rows * out; t += blockDim.x) {
+    int r = t / out, o = t - r * out;
+    const float* xr = xs + r * in;
+    const float* wr = ws + o * (in + 1);
+    float s = 0.f;
+    for (int k = 0; k < in; k++) s += xr[k] * wr[k];
+    z[(size_t)(r0 + r) * out + o] = s + bias[o];
+  }
+}
+
+// dx (B, in) = dz (B, out) W (out, in)
+__global__ void k_thin_dgrad(const float* __restrict__ dz, const float* __restrict__ W, float* __restrict__ dx, int B,
+                             int in, int out) {
+  extern __shared__ float sm[];
+  float* ws = sm;             // (out, in)
+  float* ds = sm + out * in;  // (NN_THIN_ROWS, out)
+  const int r0 = blockIdx.x * NN_THIN_ROWS, rows = min(NN_THIN_ROWS, B - r0);
+  for (int i = threadIdx.x; i < out * in; i += blockDim.x) ws[i] = W[i];
+  for (int i = threadIdx.x; i < rows * out; i += blockDim.x) ds[i] = dz[(size_t)r0 * out + i];
+  __syncthreads();
+  for (int t = threadIdx.x; t < rows * in; t += blockDim.x) {
+    int r = t / in, k = t - r * in;
+    float s = 0.f;
+    for (int o = 0; o < out; o++) s += ds[r * out + o] * ws[o * in + k];
+    dx[(size_t)(r0 + r) * in + k] = s;
+  }
+}
+
+// part (gridDim.x, out * in): block p sums dz[b][o] * x[b][k] over its rows, in row order
+__global__ void k_thin_wgrad(const float* __restrict__ dz, const float* __restrict__ x, float* __restrict__ part,
+                             int B, int in, int out, int rows_per_block) {
+  __shared__ float xt[NN_THIN_ROWS * 128];  // (NN_THIN_ROWS, in)
+  __shared__ float ds[NN_THIN_ROWS * 32];   // (NN_THIN_ROWS, out)
+  const int n = out * in, r0 = blockIdx.x * rows_per_block, r1 = min(B, r0 + rows_per_block);
+  float acc[16];
+  int oo[16], kk[16];
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    int t = threadIdx.x + j * blockDim.x;
+    acc[j] = 0.f, oo[j] = t < n ? t / in : 0, kk[j] = t < n ? t % in : 0;
+  }
+  for (int rt = r0; rt < r1; rt += NN_THIN_ROWS) {
+    int rows = min(NN_THIN_ROWS, r1 - rt);
+    __syncthreads();
+    for (int i = threadIdx.x; i < rows * in; i += blockDim.x) xt[i] = x[(size_t)rt * in + i];
+    for (int i = threadIdx.x; i < rows * out; i += blockDim.x) ds[i] = dz[(size_t)rt * out + i];
+    __syncthreads();
+    for (int r = 0; r < rows; r++) {
+#pragma unroll
+      for (int j = 0; j < 16; j++) acc[j] += ds[r * out + oo[j]] * xt[r * in + kk[j]];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    int t = threadIdx.x + j * blockDim.x;
+    if (t < n) part[(size_t)blockIdx.x * n + t] = acc[j];
+  }
+}
+
 // Gradient finalization, one launch per backward: every job sums `count` partial slices laid out
 // (count, nq, n) in slice order into grads[dst[q] + j] (weight-gradient batch slices: nq = 1, n = in*out;
 // column partials of the bias/gamma/beta gradients: nq = 1 or 3, n = width).
@@ -248,6 +448,7 @@ typedef struct {
 struct NnCudaMlp {
   NnConfig cfg;
   int n_layers, max_batch, tf32, splitk, batch, next_slot;
+  int thin;  // the output layer uses the k_thin_* kernels instead of cuBLASLt
   int64_t n_params;
   NnLayerOffsets lay[NN_MAX_LAYERS];
   float ln_eps, out_scale;
@@ -263,7 +464,7 @@ struct NnCudaMlp {
   float* rstd[NN_MAX_HIDDEN];    // (B)
   float* g0;                     // gradient ping-pong (B, max hidden or out)
   float* g1;
-  float* part[NN_MAX_LAYERS];    // column partials (NN_PART_BLOCKS, 3 or 1, out_l)
+  float* part[NN_MAX_LAYERS];    // column partials (part_blocks(out_l), 3 or 1, out_l)
   float* split_ws[NN_MAX_LAYERS];  // weight-gradient batch slices (S_max_l, in_l * out_l)
   size_t split_ws_elems[NN_MAX_LAYERS];
   NnFinJobs fin;                 // finalization jobs of the backward in progress
@@ -399,8 +600,12 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
     maxw = M->lay[l].out > maxw ? M->lay[l].out : maxw;
     if (l > 0) maxw = M->lay[l].in > maxw ? M->lay[l].in : maxw;
   }
-  for (int l = 0; l < M->n_layers; l++)
-    M->split_ws_elems[l] = (size_t)split_for(M->lay[l].in, M->lay[l].out, 1 << 30) * M->lay[l].in * M->lay[l].out;
+  for (int l = 0; l < M->n_layers; l++) {
+    size_t S = (size_t)split_for(M->lay[l].in, M->lay[l].out, 1 << 30);
+    if (l == M->n_layers - 1 && thin_ok(M->lay[l].in, M->lay[l].out) && S < NN_THIN_BLOCKS) S = NN_THIN_BLOCKS;
+    M->split_ws_elems[l] = S * M->lay[l].in * M->lay[l].out;
+  }
+  M->thin = thin_ok(M->lay[M->n_layers - 1].in, M->lay[M->n_layers - 1].out);
   // one allocation, every array 256-byte aligned
   size_t B = (size_t)max_batch, sz = 0, off[64];
   int k = 0;
@@ -410,7 +615,7 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   off[k++] = sz, sz += align256(4 * B * maxw);             // g1
   off[k++] = sz, sz += align256(NN_LT_WORKSPACE);
   for (int l = 0; l < M->n_layers; l++) {
-    off[k++] = sz, sz += align256(4 * (size_t)NN_PART_BLOCKS * 3 * M->lay[l].out);  // part
+    off[k++] = sz, sz += align256(4 * (size_t)part_blocks(M->lay[l].out) * 3 * M->lay[l].out);  // part
     off[k++] = sz, sz += align256(4 * M->split_ws_elems[l]);                       // split_ws
     off[k++] = sz, sz += align256(4 * B * M->lay[l].out);                          // z
     if (l < cfg->n_hidden) {
@@ -444,6 +649,10 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   int r = NN_OK;
   if (cudaMemset(M->block, 0, off[2]) != cudaSuccess) r = NN_ECUDA;  // params and grads (padding stays 0)
   if (!r && cublasLtCreate(&M->lt) != CUBLAS_STATUS_SUCCESS) r = NN_ECUBLAS;
+  // width 1024 with LayerNorm keeps 96 KB of per-warp column accumulators in shared memory
+  if (!r && cudaFuncSetAttribute(k_hidden_bwd4<8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 3 * 1024 * 4) !=
+                cudaSuccess)
+    r = NN_ECUDA;
   NnPlan* p;
   if (!r) r = plan_get(M, max_batch, &p);
   if (r) {
@@ -513,6 +722,12 @@ static int npl_for(int h) {
 template <bool LN>
 static void launch_hidden_fwd(int npl, unsigned grid, cudaStream_t st, const float* z, float* y, float* mean,
                               float* rstd, const float* g, const float* b, int B, int h, int act, float eps) {
+  if (h % 128 == 0) switch (h / 128) {
+#define NN_CASE(V) \
+  case V: k_hidden_fwd4<V, LN><<<grid, 256, 0, st>>>(z, y, mean, rstd, g, b, B, act, eps); return;
+      NN_CASE(1) NN_CASE(2) NN_CASE(4) NN_CASE(8)
+#undef NN_CASE
+    }
   switch (npl) {
 #define NN_CASE(N) \
   case N: k_hidden_fwd<N, LN><<<grid, 256, 0, st>>>(z, y, mean, rstd, g, b, B, h, act, eps); break;
@@ -525,6 +740,15 @@ template <bool LN>
 static void launch_hidden_bwd(int npl, unsigned grid, size_t smem, cudaStream_t st, const float* dy, const float* z,
                               const float* mean, const float* rstd, const float* g, float* dz, float* part, int B,
                               int h, int rpb, int act, float scale) {
+  if (h % 128 == 0 && scale == 1.f && z && dz) switch (h / 128) {
+#define NN_CASE(V)                                                                                             \
+  case V:                                                                                                      \
+    k_hidden_bwd4<V, LN><<<grid, 256, (size_t)8 * (LN ? 3 : 1) * h * sizeof(float), st>>>(dy, z, mean, rstd, g, dz, \
+                                                                                        part, B, rpb, act);      \
+    return;
+      NN_CASE(1) NN_CASE(2) NN_CASE(4) NN_CASE(8)
+#undef NN_CASE
+    }
   switch (npl) {
 #define NN_CASE(N)                                                                                          \
   case N:                                                                                                   \
@@ -546,7 +770,13 @@ static int forward_impl(NnCudaMlp* M, const float* P, const float* x, int B, flo
     const NnLayerOffsets* o = &M->lay[l];
     int last = l == L - 1, direct = last && M->cfg.out_act == NN_ACT_NONE && M->out_scale == 1.f;
     float* z = direct ? y : M->z[l];
-    if ((r = gemm_run(M, &p->fwd[l], P + o->w, in, z, P + o->b))) return r;
+    if (last && M->thin) {
+      size_t sm = 4 * ((size_t)o->out * (o->in + 1) + (size_t)NN_THIN_ROWS * o->in);
+      k_thin_fwd<<<nblocks(B, NN_THIN_ROWS), 256, sm, M->stream>>>(in, P + o->w, P + o->b, z, B, o->in, o->out);
+      CKL();
+    } else if ((r = gemm_run(M, &p->fwd[l], P + o->w, in, z, P + o->b))) {
+      return r;
+    }
     if (!last) {
       int h = o->out;
       unsigned grid = nblocks(B, 8);
@@ -581,7 +811,7 @@ extern "C" int nn_cuda_mlp_infer(NnCudaMlp* M, const float* P, const float* x, i
 static int layer_bwd(NnCudaMlp* M, int l, int B, int h, int ln, int act, float scale, const float* dy, const float* z,
                      const float* mean, const float* rstd, const float* gamma, float* dz, long long ob, long long og,
                      long long obe) {
-  int P = NN_PART_BLOCKS < B ? NN_PART_BLOCKS : B;
+  int P = part_blocks(h) < B ? part_blocks(h) : B;
   int rpb = (B + P - 1) / P;
   P = (B + rpb - 1) / rpb;
   size_t smem = (size_t)8 * h * sizeof(float);
@@ -618,15 +848,30 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
     const NnLayerOffsets* o = &M->lay[l];
     const float* xin = l == 0 ? M->x : M->y[l - 1];
     int S = p->split[l];
-    float* wdst = S > 1 ? M->split_ws[l] : M->grads + o->w;
-    if ((r = gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL))) return r;
-    if (S > 1) {
+    int thin = l == L - 1 && M->thin;
+    if (thin) {
+      int Pb = NN_THIN_BLOCKS < B ? NN_THIN_BLOCKS : B, rpb = (B + Pb - 1) / Pb;
+      Pb = (B + rpb - 1) / rpb;
+      k_thin_wgrad<<<(unsigned)Pb, 256, 0, M->stream>>>(dz, xin, M->split_ws[l], B, o->in, o->out, rpb);
+      CKL();
+      S = Pb;
+    } else {
+      float* wdst = S > 1 ? M->split_ws[l] : M->grads + o->w;
+      if ((r = gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL))) return r;
+    }
+    if (S > 1 || thin) {
       NnFinJob* J = &M->fin.j[M->n_fin++];
       J->src = M->split_ws[l], J->count = S, J->nq = 1, J->n = o->in * o->out, J->dst[0] = o->w;
     }
     if (l == 0 && !dx) break;
     float* dnext = l == 0 ? dx : (dz == M->g0 ? M->g1 : M->g0);
-    if ((r = gemm_run(M, &p->dgrad[l], P + o->w, dz, dnext, NULL))) return r;
+    if (thin) {
+      size_t sm = 4 * ((size_t)o->out * o->in + (size_t)NN_THIN_ROWS * o->out);
+      k_thin_dgrad<<<nblocks(B, NN_THIN_ROWS), 256, sm, M->stream>>>(dz, P + o->w, dnext, B, o->in, o->out);
+      CKL();
+    } else if ((r = gemm_run(M, &p->dgrad[l], P + o->w, dz, dnext, NULL))) {
+      return r;
+    }
     if (l == 0) break;
     const NnLayerOffsets* q = &M->lay[l - 1];
     int ln = M->cfg.layer_norm;

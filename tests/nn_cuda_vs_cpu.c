@@ -171,6 +171,10 @@ int main(void) {
   mlp_case("odd sizes tanh+layernorm", odd, 513, 1e-5);
   odd.act = NN_ACT_RELU, odd.hidden[0] = 1000;
   mlp_case("relu+layernorm, width 1000", odd, 1024, 1e-5);
+  NnConfig wide = {.in_dim = 64, .out_dim = 40, .n_hidden = 2, .hidden = {1024, 256}, .act = NN_ACT_ELU, .layer_norm = 1};
+  mlp_case("width 1024, 40 outputs (cuBLASLt out)", wide, 300, 1e-5);
+  wide.layer_norm = 0, wide.act = NN_ACT_SILU, wide.out_dim = 7;
+  mlp_case("width 1024 silu, no layernorm", wide, 1, 1e-5);
   mlp_case("actor tf32 (loose tolerance)", actor, 2048, 2e-2);
   adam_case();
   norm_case();
