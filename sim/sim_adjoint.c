@@ -152,7 +152,8 @@ SIM_FN void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int lane,
   sim_forward_world(m, d, lane, nlane);
   sim_rk4_world(m, d, lane, nlane);  // Xv, F, final dXv (qacc_int); advances the state: reloaded below
   sim_adj_load(m, d, k, lane, nlane);
-  for (int i = lane; i < 4 * nv; i += nlane) Xvbar[i] = Fbar[i] = 0;
+  for (int i = lane; i < 4 * nv; i += nlane) Xvbar[i] = 0;
+  SIM_SYNC();
   for (int i = lane; i < nv; i += nlane) {
     d->adj_rk_dq[i] = 0;
     d->adj_rk_dv[i] = d->adj_qvel[i];  // qvel' = v0 + h sum B_j F_j

@@ -222,6 +222,58 @@ static double check_model(const char* name, int integrator, double timestep, int
   return worst;
 }
 
+// lanes: the control step and its backward run by nlane threads (tests/sim_grad_lanes.c) equal one lane
+void sim_grad_lanes_run(const void* model, void* data, int w, int nsub, int record, int backward, int nlane);
+
+static void check_lanes(const char* name, int integrator, double timestep, int nsub) {
+  mjModel* mj = load(name, integrator, timestep);
+  TEST_CHECK(mj != NULL, "load %s", name);
+  if (!mj) return;
+  SimModel* m = NULL;
+  char err[1024];
+  if (sim_model_import(mj, &m, err, sizeof(err))) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    mj_deleteModel(mj);
+    return;
+  }
+  sim_adjoint_enable(m, nsub);
+  SimData* d = NULL;
+  sim_data_create(m, 3, &d);  // world 0: one lane; 1: 5 lanes; 2: 32 lanes
+  int nq = mj->nq, nv = mj->nv, nu = mj->nu;
+  double* qpos = malloc(sizeof(double) * nq);
+  double* qvel = malloc(sizeof(double) * nv);
+  double* ctrl = malloc(sizeof(double) * (nu + 1));
+  double* cq = malloc(sizeof(double) * nv);
+  double* cv = malloc(sizeof(double) * nv);
+  random_state(mj, 0.3, 1.0, qpos, qvel, ctrl, 1);
+  for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
+  int lanes[3] = {1, 5, 32};
+  for (int w = 0; w < 3; w++) {
+    for (int i = 0; i < nq; i++) d->qpos[w * nq + i] = qpos[i];
+    for (int i = 0; i < nv; i++) d->qvel[w * nv + i] = qvel[i];
+    for (int i = 0; i < nu; i++) d->ctrl[w * nu + i] = ctrl[i];
+    sim_grad_lanes_run(m, d, w, nsub, 1, 0, lanes[w]);
+    for (int i = 0; i < nv; i++) d->adj_qpos[w * nv + i] = cq[i], d->adj_qvel[w * nv + i] = cv[i];
+    sim_grad_lanes_run(m, d, w, nsub, 0, 1, lanes[w]);
+  }
+  int ok = 1;
+  for (int w = 1; w < 3; w++) {
+    int fwd = !memcmp(d->qpos, d->qpos + w * nq, sizeof(double) * nq) &&
+              !memcmp(d->qvel, d->qvel + w * nv, sizeof(double) * nv);
+    int bwd = !memcmp(d->adj_qpos, d->adj_qpos + w * nv, sizeof(double) * nv) &&
+              !memcmp(d->adj_qvel, d->adj_qvel + w * nv, sizeof(double) * nv) &&
+              !memcmp(d->adj_ctrl, d->adj_ctrl + w * nu, sizeof(double) * nu);
+    TEST_CHECK(fwd, "%s: %d lanes: forward differs from one lane", name, lanes[w]);
+    TEST_CHECK(bwd, "%s: %d lanes: backward differs from one lane", name, lanes[w]);
+    ok &= fwd && bwd;
+  }
+  printf("%-22s lanes 1/5/32: %s\n", name, ok ? "bit-identical" : "DIFFERENT");
+  free(qpos), free(qvel), free(ctrl), free(cq), free(cv);
+  sim_data_free(d);
+  sim_model_free(m);
+  mj_deleteModel(mj);
+}
+
 // unit slider under a unit motor, Euler, no damping: dq'/du = h^2, dv'/du = h exactly
 static void check_slider(void) {
   mjModel* mj = load("assets/test/grad_slider.xml", -1, 0);
@@ -267,6 +319,10 @@ int main(int argc, char** argv) {
   RUN("hopper", check_model("hopper/hopper.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
   RUN("humanoid", check_model("humanoid/humanoid.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
   RUN("g1", check_model("g1/g1.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
+  RUN("lanes", check_lanes("assets/test/grad_chain.xml", -1, 0, 2));
+  RUN("lanes", check_lanes("assets/test/grad_chain.xml", 1, 2e-4, 1));
+  RUN("lanes", check_lanes("assets/test/grad_freebody.xml", -1, 0, 2));
+  RUN("lanes", check_lanes("g1/g1.xml", -1, 0, 1));
   RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, 1e-4, 1e-3));
   return test_report("sim_grad");
 }
