@@ -4,7 +4,9 @@
 //  - the EMA shadow is exported when present, the live parameters with --no-ema;
 //  - corrupt, truncated, foreign, empty, missing or mismatched checkpoints: a message naming the problem and
 //    exit 2, and an existing output file is left untouched;
-//  - flags: --help 0; no output / unknown flag / bad opset 2; an unwritable output 1.
+//  - flags: --help 0; no output / unknown flag / bad opset 2; an unwritable output 1;
+//  - a real run (`adjoint train`, PPO on cartpole with LayerNorm, 2 iterations): the exported blob equals the
+//    trainer's own deterministic policy (algo act_eval after reading the checkpoint) on 1024 observations.
 #define _GNU_SOURCE  // open_memstream, mkdtemp
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "algo/cfg.h"
 #include "algo/ckpt.h"
 #include "nn/nn.h"
@@ -270,6 +273,63 @@ int main(int argc, char** argv) {
   snprintf(args, sizeof(args), "%s --blob %s/no/such/dir/x.bin", ck, g_dir);
   rc = run_export(args);
   TEST_CHECK(rc == 1 && strstr(g_out, "cannot write"), "unwritable output: exit %d: %s", rc, g_out);
+
+  // ---- a real training run: export == the trainer's own act_eval on its checkpoint ----
+  snprintf(args, sizeof(args),
+           "%s train configs/cartpole_ppo.yaml env.num_envs=8 algo.horizon=16 ppo.minibatches=2 "
+           "policy.layer_norm=true policy.actor_hidden=[32,32] policy.critic_hidden=[32,32] --max-iterations 2 "
+           "--quiet --run-dir %s/run 2>&1",
+           g_exe, g_dir);
+  FILE* tp = popen(args, "r");
+  size_t tn = tp ? fread(g_out, 1, sizeof(g_out) - 1, tp) : 0;
+  g_out[tn] = 0;
+  int trc = tp ? pclose(tp) : -1;
+  TEST_CHECK(trc == 0, "adjoint train failed (%d): %s", trc, g_out);
+  snprintf(args, sizeof(args), "%s/run --blob %s/run.bin --onnx %s/run.onnx", g_dir, g_dir, g_dir);
+  rc = run_export(args);
+  TEST_CHECK(rc == 0, "export of the trained run: exit %d: %s", rc, g_out);
+  printf("%s", g_out);
+  Cfg rc_cfg;
+  char cpath[512], ckrun[512];
+  snprintf(cpath, sizeof(cpath), "%s/run/config.yaml", g_dir);
+  snprintf(ckrun, sizeof(ckrun), "%s/run/ckpt_000002.h5", g_dir);
+  const AlgoOps* ops = NULL;
+  EnvBatch* env = NULL;
+  void* algo = NULL;
+  if (!trc && !rc && !cfg_defaults(&rc_cfg, err, sizeof(err)) && !cfg_load_yaml(&rc_cfg, cpath, err, sizeof(err)) &&
+      (ops = algo_find(rc_cfg.algo_name, err, sizeof(err))) &&
+      !env_create(&env, rc_cfg.env_task, 64, 0, 1, err, sizeof(err)) && !ops->create(&algo, &rc_cfg, env, err, sizeof(err))) {
+    CkTensor pt[16];
+    int pn = ops->state(algo, pt, 16, 1);
+    TEST_CHECK(pn > 0 && ckpt_read(ckrun, pt, pn, err, sizeof(err)) == 0, "read trained checkpoint: %s", err);
+    float tobs[64 * O], tact[64 * A], tref[1024 * A], tall[1024 * O];
+    for (int b = 0; b < 16; b++) {
+      for (int i = 0; i < 64 * O; i++) tobs[i] = (float)(mu[i % O] + 3 * sd[i % O] * gauss(&s));
+      ops->act_eval(algo, tobs, 64, tact);
+      memcpy(tall + b * 64 * O, tobs, sizeof(tobs));
+      memcpy(tref + b * 64 * A, tact, sizeof(tact));
+    }
+    size_t blen = 0;
+    snprintf(path, sizeof(path), "%s/run.bin", g_dir);
+    uint8_t* bb = read_file(path, &blen);
+    NnBlob tb;
+    double m = INFINITY;
+    if (bb && nn_blob_load(&tb, bb, blen) == 0 && tb.obs_dim == O && tb.act_dim == A) {
+      float work[512], a1[A];
+      m = 0;
+      for (int r = 0; r < 1024; r++) {
+        nn_blob_run(&tb, tall + r * O, a1, work);
+        for (int j = 0; j < A; j++) m = fmax(m, fabs((double)a1[j] - tref[r * A + j]));
+      }
+    }
+    free(bb);
+    printf("trained run: blob vs the trainer's act_eval max abs %.3g (1024 observations)\n", m);
+    TEST_CHECK(m <= 1e-6, "trained run: blob vs act_eval max abs %g", m);
+  } else {
+    TEST_CHECK(0, "trained run: cannot rebuild the algorithm: %s", err);
+  }
+  if (algo) ops->destroy(algo);
+  if (env) env_destroy(env);
 
   free(good), free(bad), free(yaml), free(yaml2), free(ema), free(obs), free(nobs), free(ref), free(ref_ema);
   nn_mlp_destroy(mlp);
