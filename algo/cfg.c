@@ -424,8 +424,17 @@ static void write_double(FILE* f, double x) {
     snprintf(buf, sizeof(buf), "%.*g", p, x);
     if (strtod(buf, NULL) == x) break;
   }
-  // keep it a float in YAML's eyes
-  if (!strpbrk(buf, ".eE")) strcat(buf, ".0");
+  // keep it a float in YAML 1.1's eyes (PyYAML wants a dot: 1.0e-05, not 1e-05)
+  if (!strchr(buf, '.') && strcmp(buf, "inf") && strcmp(buf, "-inf")) {
+    char* e = strpbrk(buf, "eE");
+    if (e) {
+      char tail[32];
+      snprintf(tail, sizeof(tail), "%s", e);
+      snprintf(e, sizeof(buf) - (size_t)(e - buf), ".0%s", tail);
+    } else {
+      strcat(buf, ".0");
+    }
+  }
   fputs(buf, f);
 }
 

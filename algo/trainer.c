@@ -349,6 +349,7 @@ int trainer_eval(const char* checkpoint, const char* config_path, int episodes, 
   const AlgoOps* ops = algo_find(c.algo_name, err, errlen);
   if (!ops) return TRAIN_EUSER;
   c.env_num_envs = episodes;
+  c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
   EnvBatch* env = NULL;
   // evaluation episodes use their own reset noise (not the training worlds')
   if (env_create(&env, c.env_task, episodes, (int)c.env_episode_steps, (uint64_t)c.run_seed ^ 0x5EEDE7A1ULL, err,
