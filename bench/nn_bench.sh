@@ -42,7 +42,7 @@ h1=$("$build/nn/nn_cuda_determinism" | grep hash)
 h2=$("$build/nn/nn_cuda_determinism" | grep hash)
 echo "$h1"
 if [ "$h1" = "$h2" ]; then echo "determinism across two processes: identical hashes"; else echo "determinism across processes: DIFFERENT: $h2"; fi
-"$build/nn/nn_bench" --all --json "$out/nn_ours.json"
+"$build/nn/nn_bench" --all --variants --json "$out/nn_ours.json"
 if [ -n "${NN_BENCH_EXTRA:-}" ]; then  # development: also time without cuBLASLt split-K, and per-GEMM profile
   "$build/nn/nn_bench" --all --no-splitk --json "$out/nn_ours_nosplitk.json" | sed -n 1,14p
   "$build/nn/nn_bench" --profile > "$out/profile.txt"

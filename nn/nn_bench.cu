@@ -179,8 +179,42 @@ static int tf32_accuracy(const Net* net, int B, cudaStream_t s, FILE* js) {
   return 0;
 }
 
+// Ablation: the same timings with kernel choices switched off (graph mode, fewer iterations)
+static int variants(cudaStream_t s, FILE* js) {
+  const int fl[5] = {0, NN_CUDA_NO_VEC, NN_CUDA_NO_THIN, NN_CUDA_NO_VEC | NN_CUDA_NO_THIN, NN_CUDA_NO_SPLITK};
+  const char* fn[5] = {"default", "no_vec", "no_thin", "no_vec+thin", "no_splitk"};
+  Net all[2] = {net_actor(), net_critic()};
+  int bs[2] = {4096, 65536};
+  printf("ablation (graph mode, ms; train step / forward):\n%-7s %-5s %6s", "net", "prec", "batch");
+  for (int v = 0; v < 5; v++) printf(" %17s", fn[v]);
+  printf("\n");
+  for (int ni = 0; ni < 2; ni++)
+    for (int tf = 0; tf < 2; tf++)
+      for (int bi = 0; bi < 2; bi++) {
+        printf("%-7s %-5s %6d", all[ni].name, tf ? "tf32" : "fp32", bs[bi]);
+        for (int v = 0; v < 5; v++) {
+          g_extra_flags = fl[v];
+          Ctx c;
+          if (ctx_make(&c, &all[ni].cfg, bs[bi], tf, s)) return 1;
+          float t[2];
+          if (time_it(&c, all[ni].cfg.out_dim, train_step, 1, 40, &t[0])) return 1;
+          if (time_it(&c, all[ni].cfg.out_dim, fwd_step, 1, 40, &t[1])) return 1;
+          printf("   %6.3f / %6.3f", t[0], t[1]);
+          if (js)
+            fprintf(js, "{\"impl\":\"adjoint\",\"kind\":\"variant\",\"variant\":\"%s\",\"net\":\"%s\",\"precision\":\"%s\","
+                        "\"batch\":%d,\"train_graph_ms\":%.5f,\"fwd_graph_ms\":%.5f}\n",
+                    fn[v], all[ni].name, tf ? "tf32" : "fp32", bs[bi], t[0], t[1]);
+          ctx_free(&c);
+        }
+        printf("\n");
+        fflush(stdout);
+      }
+  g_extra_flags = 0;
+  return 0;
+}
+
 int nn_bench_main(int argc, char** argv) {
-  int batches[8], nb = 0, iters = 0, nets = 3, precs = 3;
+  int batches[8], nb = 0, iters = 0, nets = 3, precs = 3, do_variants = 0;
   const char* json = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--all")) continue;
@@ -196,8 +230,9 @@ int nn_bench_main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--no-splitk")) g_extra_flags |= NN_CUDA_NO_SPLITK;
+    else if (!strcmp(argv[i], "--variants")) do_variants = 1;
     else {
-      fprintf(stderr, "usage: adjoint bench nn [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH] [--no-splitk] [--profile]\n");
+      fprintf(stderr, "usage: adjoint bench nn [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH] [--no-splitk] [--variants] [--profile]\n");
       return 1;
     }
   }
@@ -249,6 +284,7 @@ int nn_bench_main(int argc, char** argv) {
     if (nets & (1 << ni))
       for (int bi = 0; bi < nb; bi++)
         if (batches[bi] <= 65536 && tf32_accuracy(&all[ni], batches[bi], s, js)) return 1;
+  if (do_variants && variants(s, js)) return 1;
   if (js) fclose(js);
   cudaStreamDestroy(s);
   return 0;

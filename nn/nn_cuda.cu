@@ -19,8 +19,11 @@
 #define NN_MAX_PLANS 8
 #define NN_PART_BLOCKS 264     // column-sum partial blocks for width >= 512 (2 per SM on an H100/H200)
 
-// blocks of the backward row kernels for width h: more for narrow rows (fixed for a given (B, h): deterministic)
-static int part_blocks(int h) { return h >= 512 ? NN_PART_BLOCKS : (h >= 256 ? 2 * NN_PART_BLOCKS : 4 * NN_PART_BLOCKS); }
+// blocks of the backward row kernels (fixed for a given B: deterministic)
+static int part_blocks(int h) {
+  (void)h;
+  return NN_PART_BLOCKS;
+}
 #define NN_LT_WORKSPACE (32u << 20)
 #define NN_MAX_SPLIT 64
 
@@ -319,6 +322,7 @@ __global__ void k_hidden_bwd4(const float* dy, const float* __restrict__ z, cons
 // tiles are mostly empty: plain fp32 kernels with W in shared memory, fixed summation order (also in TF32 mode).
 #define NN_THIN_ROWS 32
 #define NN_THIN_BLOCKS 128  // weight-gradient row chunks (partials summed in order by k_finalize)
+#define NN_THIN_MAX_BATCH 8192  // above this cuBLASLt is faster (these kernels do twice the instructions without FMA)
 
 static int thin_ok(int in, int out) { return out <= 32 && in <= 128; }
 
@@ -410,8 +414,18 @@ __global__ void k_finalize(const NnFinJobs jobs, float* __restrict__ grads) {
   if (t >= (long long)J->nq * J->n) return;
   int q = (int)(t / J->n);
   long long j = t - (long long)q * J->n;
-  float s = 0.f;
-  for (int p = 0; p < J->count; p++) s += J->src[((size_t)p * J->nq + q) * J->n + j];
+  // eight independent partial sums keep eight loads in flight; combined in a fixed order
+  const float* src = J->src + (size_t)q * J->n + j;
+  const size_t stride = (size_t)J->nq * J->n;
+  float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f, s4 = 0.f, s5 = 0.f, s6 = 0.f, s7 = 0.f;
+  int p = 0;
+  for (; p + 8 <= J->count; p += 8) {
+    const float* a = src + (size_t)p * stride;
+    s0 += a[0], s1 += a[stride], s2 += a[2 * stride], s3 += a[3 * stride];
+    s4 += a[4 * stride], s5 += a[5 * stride], s6 += a[6 * stride], s7 += a[7 * stride];
+  }
+  float s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+  for (; p < J->count; p++) s += src[(size_t)p * stride];
   grads[J->dst[q] + j] = s;
 }
 
@@ -448,7 +462,8 @@ typedef struct {
 struct NnCudaMlp {
   NnConfig cfg;
   int n_layers, max_batch, tf32, splitk, batch, next_slot;
-  int thin;  // the output layer uses the k_thin_* kernels instead of cuBLASLt
+  int thin;  // the output layer may use the k_thin_* kernels instead of cuBLASLt (batches <= NN_THIN_MAX_BATCH)
+  int vec;   // float4 row kernels for widths that are multiples of 128
   int64_t n_params;
   NnLayerOffsets lay[NN_MAX_LAYERS];
   float ln_eps, out_scale;
@@ -469,7 +484,13 @@ struct NnCudaMlp {
   size_t split_ws_elems[NN_MAX_LAYERS];
   NnFinJobs fin;                 // finalization jobs of the backward in progress
   int n_fin;
-  void* lt_ws;                   // cuBLASLt workspace
+  void* lt_ws;                   // cuBLASLt workspace (main stream)
+  void* lt_ws2;                  // cuBLASLt workspace of the weight-gradient stream
+  // Backward runs the weight-gradient GEMMs on a second stream s2, forked and joined with events (capturable),
+  // so that they overlap the data-gradient chain; each reads only buffers the main stream leaves alone until
+  // the matching ev_w event.
+  cudaStream_t s2;
+  cudaEvent_t ev_dz[NN_MAX_LAYERS], ev_w[NN_MAX_LAYERS];
   const float* x;                // input of the last forward
 };
 
@@ -532,11 +553,19 @@ static int gemm_plan(NnCudaMlp* M, NnGemm* g, int ta, int tb, int m, int n, int 
   return NN_OK;
 }
 
+static int gemm_run2(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias,
+                     cudaStream_t st, void* ws);
+
 static int gemm_run(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias) {
+  return gemm_run2(M, g, A, B, C, bias, M->stream, M->lt_ws);
+}
+
+static int gemm_run2(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias,
+                     cudaStream_t st, void* ws) {
   const float one = 1.f, zero = 0.f;
   if (bias) CKB(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  CKB(cublasLtMatmul(M->lt, g->desc, &one, A, g->la, B, g->lb, &zero, C, g->lc, C, g->lc, &g->algo, M->lt_ws,
-                     g->ws, M->stream));
+  CKB(cublasLtMatmul(M->lt, g->desc, &one, A, g->la, B, g->lb, &zero, C, g->lc, C, g->lc, &g->algo, ws, g->ws,
+                     st));
   return NN_OK;
 }
 
@@ -605,7 +634,8 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
     if (l == M->n_layers - 1 && thin_ok(M->lay[l].in, M->lay[l].out) && S < NN_THIN_BLOCKS) S = NN_THIN_BLOCKS;
     M->split_ws_elems[l] = S * M->lay[l].in * M->lay[l].out;
   }
-  M->thin = thin_ok(M->lay[M->n_layers - 1].in, M->lay[M->n_layers - 1].out);
+  M->thin = thin_ok(M->lay[M->n_layers - 1].in, M->lay[M->n_layers - 1].out) && !(flags & NN_CUDA_NO_THIN);
+  M->vec = !(flags & NN_CUDA_NO_VEC);
   // one allocation, every array 256-byte aligned
   size_t B = (size_t)max_batch, sz = 0, off[64];
   int k = 0;
@@ -613,6 +643,7 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   off[k++] = sz, sz += align256(4 * (size_t)M->n_params);  // grads
   off[k++] = sz, sz += align256(4 * B * maxw);             // g0
   off[k++] = sz, sz += align256(4 * B * maxw);             // g1
+  off[k++] = sz, sz += align256(NN_LT_WORKSPACE);
   off[k++] = sz, sz += align256(NN_LT_WORKSPACE);
   for (int l = 0; l < M->n_layers; l++) {
     off[k++] = sz, sz += align256(4 * (size_t)part_blocks(M->lay[l].out) * 3 * M->lay[l].out);  // part
@@ -636,6 +667,7 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   M->g0 = (float*)(b + off[k++]);
   M->g1 = (float*)(b + off[k++]);
   M->lt_ws = (void*)(b + off[k++]);
+  M->lt_ws2 = (void*)(b + off[k++]);
   for (int l = 0; l < M->n_layers; l++) {
     M->part[l] = (float*)(b + off[k++]);
     M->split_ws[l] = (float*)(b + off[k++]);
@@ -649,6 +681,11 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   int r = NN_OK;
   if (cudaMemset(M->block, 0, off[2]) != cudaSuccess) r = NN_ECUDA;  // params and grads (padding stays 0)
   if (!r && cublasLtCreate(&M->lt) != CUBLAS_STATUS_SUCCESS) r = NN_ECUBLAS;
+  if (!r && cudaStreamCreateWithFlags(&M->s2, cudaStreamNonBlocking) != cudaSuccess) r = NN_ECUDA;
+  for (int l = 0; l < M->n_layers && !r; l++)
+    if (cudaEventCreateWithFlags(&M->ev_dz[l], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&M->ev_w[l], cudaEventDisableTiming) != cudaSuccess)
+      r = NN_ECUDA;
   // width 1024 with LayerNorm keeps 96 KB of per-warp column accumulators in shared memory
   if (!r && cudaFuncSetAttribute(k_hidden_bwd4<8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * 3 * 1024 * 4) !=
                 cudaSuccess)
@@ -667,6 +704,11 @@ extern "C" void nn_cuda_mlp_destroy(NnCudaMlp* M) {
   if (!M) return;
   for (int i = 0; i < NN_MAX_PLANS; i++) plan_free(M, &M->plans[i]);
   if (M->lt) cublasLtDestroy(M->lt);
+  for (int l = 0; l < NN_MAX_LAYERS; l++) {
+    if (M->ev_dz[l]) cudaEventDestroy(M->ev_dz[l]);
+    if (M->ev_w[l]) cudaEventDestroy(M->ev_w[l]);
+  }
+  if (M->s2) cudaStreamDestroy(M->s2);
   cudaFree(M->block);
   free(M);
 }
@@ -720,9 +762,9 @@ static int npl_for(int h) {
 }
 
 template <bool LN>
-static void launch_hidden_fwd(int npl, unsigned grid, cudaStream_t st, const float* z, float* y, float* mean,
+static void launch_hidden_fwd(int npl, int vec, unsigned grid, cudaStream_t st, const float* z, float* y, float* mean,
                               float* rstd, const float* g, const float* b, int B, int h, int act, float eps) {
-  if (h % 128 == 0) switch (h / 128) {
+  if (vec && h % 128 == 0) switch (h / 128) {
 #define NN_CASE(V) \
   case V: k_hidden_fwd4<V, LN><<<grid, 256, 0, st>>>(z, y, mean, rstd, g, b, B, act, eps); return;
       NN_CASE(1) NN_CASE(2) NN_CASE(4) NN_CASE(8)
@@ -737,10 +779,10 @@ static void launch_hidden_fwd(int npl, unsigned grid, cudaStream_t st, const flo
 }
 
 template <bool LN>
-static void launch_hidden_bwd(int npl, unsigned grid, size_t smem, cudaStream_t st, const float* dy, const float* z,
+static void launch_hidden_bwd(int npl, int vec, unsigned grid, size_t smem, cudaStream_t st, const float* dy, const float* z,
                               const float* mean, const float* rstd, const float* g, float* dz, float* part, int B,
                               int h, int rpb, int act, float scale) {
-  if (h % 128 == 0 && scale == 1.f && z && dz) switch (h / 128) {
+  if (vec && h % 128 == 0 && scale == 1.f && z && dz) switch (h / 128) {
 #define NN_CASE(V)                                                                                             \
   case V:                                                                                                      \
     k_hidden_bwd4<V, LN><<<grid, 256, (size_t)8 * (LN ? 3 : 1) * h * sizeof(float), st>>>(dy, z, mean, rstd, g, dz, \
@@ -770,7 +812,7 @@ static int forward_impl(NnCudaMlp* M, const float* P, const float* x, int B, flo
     const NnLayerOffsets* o = &M->lay[l];
     int last = l == L - 1, direct = last && M->cfg.out_act == NN_ACT_NONE && M->out_scale == 1.f;
     float* z = direct ? y : M->z[l];
-    if (last && M->thin) {
+    if (last && M->thin && B <= NN_THIN_MAX_BATCH) {
       size_t sm = 4 * ((size_t)o->out * (o->in + 1) + (size_t)NN_THIN_ROWS * o->in);
       k_thin_fwd<<<nblocks(B, NN_THIN_ROWS), 256, sm, M->stream>>>(in, P + o->w, P + o->b, z, B, o->in, o->out);
       CKL();
@@ -781,10 +823,10 @@ static int forward_impl(NnCudaMlp* M, const float* P, const float* x, int B, flo
       int h = o->out;
       unsigned grid = nblocks(B, 8);
       if (M->cfg.layer_norm)
-        launch_hidden_fwd<true>(npl_for(h), grid, M->stream, z, M->y[l], M->mean[l], M->rstd[l], P + o->gamma,
+        launch_hidden_fwd<true>(npl_for(h), M->vec, grid, M->stream, z, M->y[l], M->mean[l], M->rstd[l], P + o->gamma,
                                 P + o->beta, B, h, M->cfg.act, M->ln_eps);
       else
-        launch_hidden_fwd<false>(npl_for(h), grid, M->stream, z, M->y[l], NULL, NULL, NULL, NULL, B, h, M->cfg.act,
+        launch_hidden_fwd<false>(npl_for(h), M->vec, grid, M->stream, z, M->y[l], NULL, NULL, NULL, NULL, B, h, M->cfg.act,
                                  M->ln_eps);
       CKL();
       in = M->y[l];
@@ -816,10 +858,10 @@ static int layer_bwd(NnCudaMlp* M, int l, int B, int h, int ln, int act, float s
   P = (B + rpb - 1) / rpb;
   size_t smem = (size_t)8 * h * sizeof(float);
   if (ln)
-    launch_hidden_bwd<true>(npl_for(h), (unsigned)P, smem, M->stream, dy, z, mean, rstd, gamma, dz, M->part[l], B,
+    launch_hidden_bwd<true>(npl_for(h), M->vec, (unsigned)P, smem, M->stream, dy, z, mean, rstd, gamma, dz, M->part[l], B,
                             h, rpb, act, scale);
   else
-    launch_hidden_bwd<false>(npl_for(h), (unsigned)P, smem, M->stream, dy, z, NULL, NULL, NULL, dz, M->part[l], B,
+    launch_hidden_bwd<false>(npl_for(h), M->vec, (unsigned)P, smem, M->stream, dy, z, NULL, NULL, NULL, dz, M->part[l], B,
                              h, rpb, act, scale);
   CKL();
   NnFinJob* J = &M->fin.j[M->n_fin++];
@@ -844,27 +886,35 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
                      NULL, dzo, oL->b, 0, 0)))
     return r;
   const float* dz = ident ? dy : M->g0;
+  int last_w = -1;
   for (int l = L - 1; l >= 0; l--) {
     const NnLayerOffsets* o = &M->lay[l];
     const float* xin = l == 0 ? M->x : M->y[l - 1];
     int S = p->split[l];
-    int thin = l == L - 1 && M->thin;
+    int thin = l == L - 1 && M->thin && B <= NN_THIN_MAX_BATCH;
+    // fork: the weight gradient of layer l on s2 once dz is ready
+    CK(cudaEventRecord(M->ev_dz[l], M->stream));
+    CK(cudaStreamWaitEvent(M->s2, M->ev_dz[l], 0));
     if (thin) {
       int Pb = NN_THIN_BLOCKS < B ? NN_THIN_BLOCKS : B, rpb = (B + Pb - 1) / Pb;
       Pb = (B + rpb - 1) / rpb;
-      k_thin_wgrad<<<(unsigned)Pb, 256, 0, M->stream>>>(dz, xin, M->split_ws[l], B, o->in, o->out, rpb);
+      k_thin_wgrad<<<(unsigned)Pb, 256, 0, M->s2>>>(dz, xin, M->split_ws[l], B, o->in, o->out, rpb);
       CKL();
       S = Pb;
     } else {
       float* wdst = S > 1 ? M->split_ws[l] : M->grads + o->w;
-      if ((r = gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL))) return r;
+      if ((r = gemm_run2(M, &p->wgrad[l], xin, dz, wdst, NULL, M->s2, M->lt_ws2))) return r;
     }
+    CK(cudaEventRecord(M->ev_w[l], M->s2));
+    last_w = l;
     if (S > 1 || thin) {
       NnFinJob* J = &M->fin.j[M->n_fin++];
       J->src = M->split_ws[l], J->count = S, J->nq = 1, J->n = o->in * o->out, J->dst[0] = o->w;
     }
     if (l == 0 && !dx) break;
     float* dnext = l == 0 ? dx : (dz == M->g0 ? M->g1 : M->g0);
+    // dnext held dz of layer l+1: its weight gradient must be done reading it
+    if (l + 1 < L) CK(cudaStreamWaitEvent(M->stream, M->ev_w[l + 1], 0));
     if (thin) {
       size_t sm = 4 * ((size_t)o->out * o->in + (size_t)NN_THIN_ROWS * o->out);
       k_thin_dgrad<<<nblocks(B, NN_THIN_ROWS), 256, sm, M->stream>>>(dz, P + o->w, dnext, B, o->in, o->out);
@@ -881,6 +931,8 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
       return r;
     dz = dnext;
   }
+  // join: every weight gradient is done (s2 runs them in order)
+  if (last_w >= 0) CK(cudaStreamWaitEvent(M->stream, M->ev_w[last_w], 0));
   long long most = 1;
   for (int i = 0; i < M->n_fin; i++) {
     long long n = (long long)M->fin.j[i].nq * M->fin.j[i].n;
@@ -1317,7 +1369,7 @@ static int prof_ew_fn(void* p) {
   const NnLayerOffsets* o = &M->lay[e->l];
   int h = o->out;
   if (!e->bwd)
-    launch_hidden_fwd<true>(npl_for(h), nblocks(e->B, 8), M->stream, M->z[e->l], M->y[e->l], M->mean[e->l],
+    launch_hidden_fwd<true>(npl_for(h), M->vec, nblocks(e->B, 8), M->stream, M->z[e->l], M->y[e->l], M->mean[e->l],
                             M->rstd[e->l], M->params + o->gamma, M->params + o->beta, e->B, h, M->cfg.act, M->ln_eps);
   else
     layer_bwd(M, e->l, e->B, h, 1, M->cfg.act, 1.f, M->g0, M->z[e->l], M->mean[e->l], M->rstd[e->l], M->params + o->gamma,
