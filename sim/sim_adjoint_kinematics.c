@@ -13,16 +13,26 @@
 
 // ---- SO(3) helpers of the tangent-space VJPs (rotation vector phi, angle th = |phi|) ----
 
+// below this angle the series replace the closed forms (their cancellation grows as the angle shrinks);
+// four terms are exact to rounding there in either precision
+#ifdef SIM_DOUBLE
+#define SIM_ADJ_SERIES_ANGLE 0.1
+#else
+#define SIM_ADJ_SERIES_ANGLE 0.5
+#endif
+
+// (1 - cos th) / th^2, stably
+SIM_FN sim_real simu_adj_cosc(sim_real th) {
+  if (th < (sim_real)1e-4) return (sim_real)0.5 - th * th / 24;
+  sim_real s = sim_sin(th / 2) / (th / 2);
+  return (sim_real)0.5 * s * s;
+}
+
 // R = exp([phi]x) (Rodrigues)
 SIM_FN void simu_adj_expmat(sim_real R[9], const sim_real phi[3]) {
-  sim_real th2 = simu_dot3(phi, phi), th = sim_sqrt(th2), s, c;
-  if (th < (sim_real)1e-4) {
-    s = 1 - th2 / 6;
-    c = (sim_real)0.5 - th2 / 24;
-  } else {
-    s = sim_sin(th) / th;
-    c = (1 - sim_cos(th)) / th2;
-  }
+  sim_real th2 = simu_dot3(phi, phi), th = sim_sqrt(th2);
+  sim_real s = th < (sim_real)1e-4 ? 1 - th2 / 6 : sim_sin(th) / th;
+  sim_real c = simu_adj_cosc(th);
   sim_real K[9] = {0, -phi[2], phi[1], phi[2], 0, -phi[0], -phi[1], phi[0], 0}, K2[9];
   simu_mulMatMat3(K2, K, K);
   for (int k = 0; k < 9; k++) R[k] = (k % 4 == 0 ? 1 : 0) + s * K[k] + c * K2[k];
@@ -30,12 +40,11 @@ SIM_FN void simu_adj_expmat(sim_real R[9], const sim_real phi[3]) {
 
 // res = Jr(phi)' x, Jr the right Jacobian: exp(phi + dphi) = exp(phi) exp(Jr dphi). Safe at phi = 0.
 SIM_FN void simu_adj_JrT(sim_real res[3], const sim_real phi[3], const sim_real x[3]) {
-  sim_real th2 = simu_dot3(phi, phi), th = sim_sqrt(th2), a, b;
-  if (th < (sim_real)1e-4) {
-    a = (sim_real)0.5 - th2 / 24;
-    b = (sim_real)(1.0 / 6.0) - th2 / 120;
+  sim_real th2 = simu_dot3(phi, phi), th = sim_sqrt(th2), b;
+  sim_real a = simu_adj_cosc(th);
+  if (th < (sim_real)SIM_ADJ_SERIES_ANGLE) {  // (th - sin th) / th^3
+    b = (sim_real)(1.0 / 6.0) - th2 * ((sim_real)(1.0 / 120.0) - th2 * ((sim_real)(1.0 / 5040.0) - th2 * (sim_real)(1.0 / 362880.0)));
   } else {
-    a = (1 - sim_cos(th)) / th2;
     b = (th - sim_sin(th)) / (th2 * th);
   }
   sim_real t1[3], t2[3];
@@ -47,8 +56,8 @@ SIM_FN void simu_adj_JrT(sim_real res[3], const sim_real phi[3], const sim_real 
 // res = Jr(phi)^-T x
 SIM_FN void simu_adj_JrInvT(sim_real res[3], const sim_real phi[3], const sim_real x[3]) {
   sim_real th2 = simu_dot3(phi, phi), th = sim_sqrt(th2), c;
-  if (th < (sim_real)1e-3) {
-    c = (sim_real)(1.0 / 12.0) + th2 / 720;
+  if (th < (sim_real)SIM_ADJ_SERIES_ANGLE) {  // 1/th^2 - (1 + cos th) / (2 th sin th)
+    c = (sim_real)(1.0 / 12.0) + th2 * ((sim_real)(1.0 / 720.0) + th2 * ((sim_real)(1.0 / 30240.0) + th2 * (sim_real)(1.0 / 1209600.0)));
   } else {
     c = 1 / th2 - (1 + sim_cos(th)) / (2 * th * sim_sin(th));
   }

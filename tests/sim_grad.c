@@ -186,7 +186,7 @@ static double check_model(const char* name, int integrator, double timestep, int
     double fwd = 0;
     for (int i = 0; i < nq; i++) fwd = fmax(fwd, fabs(d->qpos[i] - qref[i]));
     for (int i = 0; i < nv; i++) fwd = fmax(fwd, fabs(d->qvel[i] - vref[i]) / fmax(1, fabs(vref[i])));
-    TEST_CHECK(fwd < 1e-8, "%s forward differs from MuJoCo by %g", name, fwd);
+    TEST_CHECK(fwd < (SIM_EPS_REAL < 1e-10 ? 1e-8 : 1e-3), "%s forward differs from MuJoCo by %g", name, fwd);
     for (int i = 0; i < nv; i++) d->adj_qpos[i] = cq[i], d->adj_qvel[i] = cv[i];
     for (int t = nstep - 1; t >= 0; t--) {
       rc = sim_control_step_backward(m, d, nsub);
@@ -222,6 +222,7 @@ static double check_model(const char* name, int integrator, double timestep, int
   return worst;
 }
 
+#ifdef SIM_DOUBLE
 // lanes: the control step and its backward run by nlane threads (tests/sim_grad_lanes.c) equal one lane
 void sim_grad_lanes_run(const void* model, void* data, int w, int nsub, int record, int backward, int nlane);
 
@@ -274,6 +275,8 @@ static void check_lanes(const char* name, int integrator, double timestep, int n
   mj_deleteModel(mj);
 }
 
+#endif
+
 // unit slider under a unit motor, Euler, no damping: dq'/du = h^2, dv'/du = h exactly
 static void check_slider(void) {
   mjModel* mj = load("assets/test/grad_slider.xml", -1, 0);
@@ -300,29 +303,38 @@ static void check_slider(void) {
   sim_control_step_backward(m, d, 1);
   double dv = d->adj_ctrl[0];
   printf("slider: dq/du %.17g (h^2 %.17g), dv/du %.17g (h %.17g)\n", dq, h * h, dv, h);
-  TEST_CHECK(fabs(dq - h * h) <= 1e-12 && fabs(dv - h) <= 1e-12, "slider closed form");
+  double tol = SIM_EPS_REAL < 1e-10 ? 1e-12 : 1e-9;
+  TEST_CHECK(fabs(dq - h * h) <= tol && fabs(dv - h) <= tol * 100, "slider closed form");
   sim_data_free(d);
   sim_model_free(m);
   mj_deleteModel(mj);
 }
+
+#ifdef SIM_DOUBLE
+#define TOLS(med, max) med, max
+#else  // float32 engine against float64 MuJoCo differences: loose, reports the float32 figures
+#define TOLS(med, max) 1e-4, 5e-3
+#endif
 
 int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : NULL;
 #define RUN(tag, ...) \
   if (!only || strstr(tag, only)) __VA_ARGS__;
   RUN("slider", check_slider());
-  RUN("chain_euler", check_model("assets/test/grad_chain.xml", -1, 0, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
-  RUN("chain_implicitfast", check_model("assets/test/grad_chain.xml", 3, 0, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
-  RUN("chain_rk4", check_model("assets/test/grad_chain.xml", 1, 2e-4, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
-  RUN("freebody", check_model("assets/test/grad_freebody.xml", -1, 0, 1, 1, 3, 0.3, 2.0, 1e-6, 1e-3));
-  RUN("cartpole", check_model("cartpole/cartpole.xml", -1, 0, 1, 1, 3, 0.3, 1.0, 1e-6, 1e-3));
-  RUN("hopper", check_model("hopper/hopper.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
-  RUN("humanoid", check_model("humanoid/humanoid.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
-  RUN("g1", check_model("g1/g1.xml", -1, 0, 1, 1, 3, 0.2, 1.0, 1e-6, 1e-3));
+  RUN("chain_euler", check_model("assets/test/grad_chain.xml", -1, 0, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
+  RUN("chain_implicitfast", check_model("assets/test/grad_chain.xml", 3, 0, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
+  RUN("chain_rk4", check_model("assets/test/grad_chain.xml", 1, 2e-4, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
+  RUN("freebody", check_model("assets/test/grad_freebody.xml", -1, 0, 1, 1, 3, 0.3, 2.0, TOLS(1e-6, 1e-3)));
+  RUN("cartpole", check_model("cartpole/cartpole.xml", -1, 0, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
+  RUN("hopper", check_model("hopper/hopper.xml", -1, 0, 1, 1, 3, 0.2, 1.0, TOLS(1e-6, 1e-3)));
+  RUN("humanoid", check_model("humanoid/humanoid.xml", -1, 0, 1, 1, 3, 0.2, 1.0, TOLS(1e-6, 1e-3)));
+  RUN("g1", check_model("g1/g1.xml", -1, 0, 1, 1, 3, 0.2, 1.0, TOLS(1e-6, 1e-3)));
+#ifdef SIM_DOUBLE
   RUN("lanes", check_lanes("assets/test/grad_chain.xml", -1, 0, 2));
   RUN("lanes", check_lanes("assets/test/grad_chain.xml", 1, 2e-4, 1));
   RUN("lanes", check_lanes("assets/test/grad_freebody.xml", -1, 0, 2));
   RUN("lanes", check_lanes("g1/g1.xml", -1, 0, 1));
-  RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, 1e-4, 1e-3));
+#endif
+  RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, TOLS(1e-4, 1e-3)));
   return test_report("sim_grad");
 }
