@@ -141,7 +141,11 @@ static void check_lanes(const char* tag, const SimModel* m, SimData* d, int nlan
   free(ref);
 }
 
-static void run_model(const char* name, int converged) {
+static int seen_type[8];  // rows seen per efc_type, over all models (coverage)
+
+// mode 0: the model's solver settings; 1: converged; 2: islands disabled (monolithic solve and scale)
+static void run_model(const char* name, int mode) {
+  int converged = mode == 1;
   char path[1024], err[4096];
   if (sim_find_asset(name, path, sizeof(path))) {
     TEST_CHECK(0, "%s: not found on the asset path", name);
@@ -154,6 +158,7 @@ static void run_model(const char* name, int converged) {
     opt.tolerance = 0;
     opt.ls_iterations = 100;
   }
+  if (mode == 2) opt.disable_add |= SIM_DSBL_ISLAND;
   void* mjv = NULL;
   if (sim_load_mjcf(path, &opt, &mjv, err, sizeof(err))) {
     TEST_CHECK(0, "%s: %s", name, err);
@@ -195,22 +200,66 @@ static void run_model(const char* name, int converged) {
       mj_forward(mm, md);
       our_forward(&m, d, md);
       char tag[256];
-      snprintf(tag, sizeof(tag), "%s%s state %d (nefc %d ncon %d)", name, converged ? " converged" : "", got,
-               md->nefc, md->ncon);
+      snprintf(tag, sizeof(tag), "%s%s state %d (nefc %d ncon %d)", name,
+               mode == 1 ? " converged" : mode == 2 ? " no-island" : "", got, md->nefc, md->ncon);
+      for (int r = 0; r < md->nefc; r++) seen_type[md->efc_type[r] & 7]++;
       double e = compare_state(tag, mm, md, &m, d);
-      if (!converged) check_lanes(tag, &m, d, got % 2 ? 3 : 8);
+      if (mode != 1) check_lanes(tag, &m, d, got % 2 ? 3 : 8);
       worst = fmax(worst, e);
       withrows += md->nefc > 0;
       got++;
     }
     mj_step(mm, roll);
   }
-  printf("%-28s %-10s states %2d (with rows %2d)  qacc max rel err %.3e\n", name, converged ? "converged" : "model",
-         got, withrows, worst);
+  printf("%-28s %-10s states %2d (with rows %2d)  qacc max rel err %.3e\n", name,
+         mode == 1 ? "converged" : mode == 2 ? "no-island" : "model", got, withrows, worst);
   mj_deleteData(md);
   mj_deleteData(roll);
   sim_data_free(d);
   sim_model_free(m0);
+  sim_free_mjmodel(mm);
+}
+
+// a row capacity too small for the model: whole constraints are dropped in order and counted, the solve
+// uses the rows that fit, nothing outside the arrays is written (guard values around efc_J stay intact)
+static void check_overflow(void) {
+  char path[1024], err[4096];
+  if (sim_find_asset("test/constraint_free.xml", path, sizeof(path))) return;
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  void* mjv = NULL;
+  if (sim_load_mjcf(path, &opt, &mjv, err, sizeof(err))) return;
+  mjModel* mm = (mjModel*)mjv;
+  mjData* md = mj_makeData(mm);
+  for (int t = 0; t < 400; t++) mj_step(mm, md);  // bodies resting on the floor: many contact rows
+  mj_forward(mm, md);
+  sim_nefcmax_override = 6;
+  SimModel* m0 = NULL;
+  int rc = sim_model_import(mm, &m0, err, sizeof(err));
+  sim_nefcmax_override = 0;
+  TEST_CHECK(rc == 0, "overflow: import: %s", err);
+  if (rc) return;
+  SimModel m = *m0;
+  if (m.nconmax < 64) m.nconmax = 64;
+  SimData* d = NULL;
+  sim_data_create(&m, 2, &d);  // world 1 follows world 0 in every array: its rows must stay untouched
+  our_forward(&m, d, md);
+  for (size_t k = 0; k < (size_t)m.nefcmax * m.nv; k++) d->efc_J[(size_t)m.nefcmax * m.nv + k] = 12345;
+  sim_lanes_run_stage(&m, d, 0, SIM_STAGE_CONSTRAINT, 2);  // world 0 only
+  int ok = 1;
+  for (size_t k = 0; k < (size_t)m.nefcmax * m.nv; k++) ok &= d->efc_J[(size_t)m.nefcmax * m.nv + k] == 12345;
+  TEST_CHECK(ok, "overflow: world 1's rows were written");
+  // the counter is cumulative: two constraint stages ran on world 0
+  TEST_CHECK(d->nefc[0] <= 6 && d->nefc_overflow[0] == 2 * (md->nefc - d->nefc[0]) && md->nefc > 6,
+             "overflow: nefc %d, dropped %d, MuJoCo nefc %d", d->nefc[0], d->nefc_overflow[0], md->nefc);
+  int finite = 1;
+  for (int i = 0; i < m.nv; i++) finite &= isfinite(d->qacc[i]);
+  TEST_CHECK(finite, "overflow: qacc not finite");
+  printf("overflow: capacity 6, MuJoCo nefc %d: kept %d rows, dropped %d per stage\n", md->nefc, d->nefc[0],
+         d->nefc_overflow[0] / 2);
+  sim_data_free(d);
+  sim_model_free(m0);
+  mj_deleteData(md);
   sim_free_mjmodel(mm);
 }
 
@@ -220,6 +269,14 @@ int main(int argc, char** argv) {
     if (only && !strstr(kModels[i], only)) continue;
     run_model(kModels[i], 0);
     run_model(kModels[i], 1);
+    if (strstr(kModels[i], "constraint_free") || strstr(kModels[i], "humanoid")) run_model(kModels[i], 2);
+  }
+  if (!only) {
+    // every row type occurs: dof and tendon friction loss, joint and tendon limits, both contact kinds
+    const int types[] = {mjCNSTR_FRICTION_DOF, mjCNSTR_FRICTION_TENDON, mjCNSTR_LIMIT_JOINT, mjCNSTR_LIMIT_TENDON,
+                         mjCNSTR_CONTACT_FRICTIONLESS, mjCNSTR_CONTACT_PYRAMIDAL};
+    for (int k = 0; k < 6; k++) TEST_CHECK(seen_type[types[k]] > 0, "no row of type %d was tested", types[k]);
+    check_overflow();
   }
   return test_report("sim_constraint");
 }
