@@ -7,13 +7,13 @@
 //   integrator adjoint: a_int-bar -> y = Q^-T a_int-bar, a-bar = M y, + position/damping/qDeriv terms
 //   solver adjoint (SLOT): a-bar -> tau-bar = lambda = H^-1 a-bar, M-bar -= sym(lambda a')   [H = M: no rows yet]
 //   smooth backward: tau-bar, M-bar -> actuation, rne, passive, comVel, crb, lengths, comPos, kinematics
-// The constraint adjoint replaces sim_adj_solver: it receives adj_qacc and delivers adj_qfrc_smooth, adj_M,
-// plus cotangents of the geometry (adj_geom_x*, adj_cdof, adj_subtree_com...) and of qvel (adj_dv).
+// The constraint adjoint plugs in at sim_adj_solver (sim_adjoint_constraint.c; contract there).
 #include "sim_adjoint_kinematics.c"
 #include "sim_adjoint_inertia.c"
 #include "sim_adjoint_velocity.c"
 #include "sim_adjoint_actuation.c"
 #include "sim_adjoint_integrate.c"
+#include "sim_adjoint_constraint.c"
 
 // zero every per-evaluation cotangent (before the solver/collision adjoints write into them)
 SIM_FN void sim_adj_zero_eval(const SimModel* m, SimWorld* d, int lane, int nlane) {
@@ -24,20 +24,9 @@ SIM_FN void sim_adj_zero_eval(const SimModel* m, SimWorld* d, int lane, int nlan
   ZERO(adj_cdof, 6 * m->nv) ZERO(adj_M, m->nM) ZERO(adj_ten_length, m->ntendon) ZERO(adj_actuator_length, m->nu)
   ZERO(adj_ten_velocity, m->ntendon) ZERO(adj_actuator_velocity, m->nu) ZERO(adj_cvel, 6 * m->nbody)
   ZERO(adj_cdof_dot, 6 * m->nv) ZERO(adj_qfrc_smooth, m->nv) ZERO(adj_dq, m->nv) ZERO(adj_dv, m->nv)
-  ZERO(adj_du, m->nu)
+  ZERO(adj_du, m->nu) ZERO(adj_subtree_com, 3 * m->nbody)
 #undef ZERO
   SIM_SYNC();
-}
-
-// Solver adjoint for the smooth dynamics (no constraint rows: H = M, qacc = qacc_smooth).
-// adj_qacc -> lambda = M^-1 adj_qacc; adj_qfrc_smooth += lambda; adj_M -= sym(lambda qacc').
-SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  for (int i = lane; i < m->nv; i += nlane) d->adj_tmp[i] = d->adj_qacc[i];
-  SIM_SYNC();
-  sim_solveLD(m, d->adj_tmp, d->qLD, d->qLDiagInv, lane);
-  for (int i = lane; i < m->nv; i += nlane) d->adj_qfrc_smooth[i] += d->adj_tmp[i];
-  SIM_SYNC();
-  sim_adj_M_outer(m, d->adj_M, d->adj_tmp, d->qacc, -1, lane);
 }
 
 // smooth backward: adj_qfrc_smooth, adj_M (and any geometry cotangents) -> adj_dq, adj_dv, adj_du (accumulated)

@@ -19,6 +19,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
 #define SIM_DATA_FIELDS_ADJOINT                                                                    \
   /* tape: inputs of each recorded substep, oldest first */                                       \
   X(int, tape_n, adj, 1)                /* substeps recorded (tape cursor) */                      \
+  X(int, adj_nconstraint, adj, 1)       /* evaluations with constraint rows not differentiated yet */ \
   X(sim_real, tape_qpos, ntape, m->nq)                                                             \
   X(sim_real, tape_qvel, ntape, m->nv)                                                             \
   X(sim_real, tape_ctrl, ntape, m->nu)                                                             \

@@ -157,13 +157,11 @@ SIM_FN void simu_adj_inertCom(const sim_real rbar[10], const sim_real inert[3], 
   }
 }
 
-// comPos VJP: adj_cinert, adj_cdof -> adj_ximat, adj_xipos, adj_xmat, adj_xaxis, adj_xanchor (accumulated)
+// comPos VJP: adj_cinert, adj_cdof, adj_subtree_com -> adj_ximat, adj_xipos, adj_xmat, adj_xaxis, adj_xanchor (accumulated)
 // through subtree_com. Serial on lane 0: several bodies write the same root's subtree_com cotangent.
 SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nbody = m->nbody;
-  sim_real* cbar = d->adj_subtree_com;
-  for (int k = lane; k < 3 * nbody; k += nlane) cbar[k] = 0;
-  SIM_SYNC();
+  sim_real* cbar = d->adj_subtree_com;  // zeroed per evaluation; the constraint adjoint may add to it
   if (lane == 0) {
     for (int j = 0; j < m->njnt; j++) {
       int i = m->jnt_bodyid[j], root = m->body_rootid[i];
