@@ -181,8 +181,8 @@ static int tf32_accuracy(const Net* net, int B, cudaStream_t s, FILE* js) {
 
 // Ablation: the same timings with kernel choices switched off (graph mode, fewer iterations)
 static int variants(cudaStream_t s, FILE* js) {
-  const int fl[5] = {0, NN_CUDA_NO_VEC, NN_CUDA_NO_THIN, NN_CUDA_NO_VEC | NN_CUDA_NO_THIN, NN_CUDA_NO_SPLITK};
-  const char* fn[5] = {"default", "no_vec", "no_thin", "no_vec+thin", "no_splitk"};
+  const int fl[5] = {0, NN_CUDA_NO_VEC, NN_CUDA_THIN, NN_CUDA_NO_VEC | NN_CUDA_THIN, NN_CUDA_NO_SPLITK};
+  const char* fn[5] = {"default", "no_vec", "thin", "no_vec+thin", "no_splitk"};
   Net all[2] = {net_actor(), net_critic()};
   int bs[2] = {4096, 65536};
   printf("ablation (graph mode, ms; train step / forward):\n%-7s %-5s %6s", "net", "prec", "batch");

@@ -462,7 +462,7 @@ typedef struct {
 struct NnCudaMlp {
   NnConfig cfg;
   int n_layers, max_batch, tf32, splitk, batch, next_slot;
-  int thin;  // the output layer may use the k_thin_* kernels instead of cuBLASLt (batches <= NN_THIN_MAX_BATCH)
+  int thin;  // NN_CUDA_THIN: the output layer uses the k_thin_* kernels (batches <= NN_THIN_MAX_BATCH)
   int vec;   // float4 row kernels for widths that are multiples of 128
   int64_t n_params;
   NnLayerOffsets lay[NN_MAX_LAYERS];
@@ -631,10 +631,11 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   }
   for (int l = 0; l < M->n_layers; l++) {
     size_t S = (size_t)split_for(M->lay[l].in, M->lay[l].out, 1 << 30);
-    if (l == M->n_layers - 1 && thin_ok(M->lay[l].in, M->lay[l].out) && S < NN_THIN_BLOCKS) S = NN_THIN_BLOCKS;
+    if (l == M->n_layers - 1 && (flags & NN_CUDA_THIN) && thin_ok(M->lay[l].in, M->lay[l].out) && S < NN_THIN_BLOCKS)
+      S = NN_THIN_BLOCKS;
     M->split_ws_elems[l] = S * M->lay[l].in * M->lay[l].out;
   }
-  M->thin = thin_ok(M->lay[M->n_layers - 1].in, M->lay[M->n_layers - 1].out) && !(flags & NN_CUDA_NO_THIN);
+  M->thin = thin_ok(M->lay[M->n_layers - 1].in, M->lay[M->n_layers - 1].out) && (flags & NN_CUDA_THIN);
   M->vec = !(flags & NN_CUDA_NO_VEC);
   // one allocation, every array 256-byte aligned
   size_t B = (size_t)max_batch, sz = 0, off[64];

@@ -25,9 +25,11 @@ typedef struct NnCudaMlp NnCudaMlp;
 // workspace reduction schemes, which sum the parts in a fixed order in a separate step).
 #define NN_CUDA_TF32 1
 #define NN_CUDA_NO_SPLITK 2
-// Diagnostics (ablation in nn_bench --variants): plain scalar row kernels; cuBLASLt for thin output layers too.
+// NN_CUDA_NO_VEC (diagnostics): scalar row kernels only. NN_CUDA_THIN (opt-in): plain fp32 kernels instead of
+// cuBLASLt for an output layer with out <= 32 and in <= 128 at batches <= 8192; measured slower on the H200
+// (bench/RESULTS.md, ablation), kept for smaller GPUs.
 #define NN_CUDA_NO_VEC 4
-#define NN_CUDA_NO_THIN 8
+#define NN_CUDA_THIN 8
 int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int flags, void* stream);
 void nn_cuda_mlp_destroy(NnCudaMlp* m);
 int64_t nn_cuda_mlp_param_count(const NnCudaMlp* m);

@@ -12,6 +12,8 @@
 
 #define STEPS 4
 
+static int g_flags = 0;  // extra nn_cuda_mlp_create flags
+
 typedef struct {
   float *params, *grads, *y, *dx, *ema;
 } Result;
@@ -29,7 +31,7 @@ static int run(const NnConfig* cfg, int B, int tf32, int graph, Result* out) {
   NnCudaMlp* m;
   NnCudaAdam* a;
   NnAdamConfig ac = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .max_grad_norm = 0.5, .ema_decay = 0.99};
-  if (nn_cuda_mlp_create(&m, cfg, B, tf32 ? NN_CUDA_TF32 : 0, s) || nn_cuda_mlp_init(m, 3)) return 1;
+  if (nn_cuda_mlp_create(&m, cfg, B, (tf32 ? NN_CUDA_TF32 : 0) | g_flags, s) || nn_cuda_mlp_init(m, 3)) return 1;
   int64_t np = nn_cuda_mlp_param_count(m);
   if (nn_cuda_adam_create(&a, &ac, np, nn_cuda_mlp_params(m), s)) return 1;
   size_t nx = (size_t)B * cfg->in_dim, ny = (size_t)B * cfg->out_dim;
@@ -95,8 +97,10 @@ int main(void) {
   NnConfig actor = {.in_dim = 160, .out_dim = 29, .n_hidden = 3, .hidden = {512, 256, 128}, .act = NN_ACT_ELU, .layer_norm = 1};
   int64_t np = nn_param_count(&actor);
   // 4096: cuBLASLt may split K itself; 16384: our weight-gradient GEMMs are split over the batch
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     int tf = k % 2, B = k < 2 ? 4096 : 16384;
+    g_flags = k == 4 ? NN_CUDA_THIN : 0;  // the opt-in thin output kernels too (B = 4096 below)
+    if (k == 4) B = 4096;
     size_t ny = (size_t)B * actor.out_dim, nx = (size_t)B * actor.in_dim;
     Result r1, r2, r3;
     TEST_CHECK(run(&actor, B, tf, 0, &r1) == 0, "run 1");
@@ -107,7 +111,8 @@ int main(void) {
     uint64_t h = 1469598103934665603ull;
     h = fnv(r1.params, 4 * np, h), h = fnv(r1.grads, 4 * np, h), h = fnv(r1.ema, 4 * np, h);
     h = fnv(r1.y, 4 * ny, h), h = fnv(r1.dx, 4 * nx, h);
-    printf("nn_cuda_determinism B=%d %s state hash %016llx\n", B, tf ? "tf32" : "fp32", (unsigned long long)h);
+    printf("nn_cuda_determinism B=%d %s%s state hash %016llx\n", B, tf ? "tf32" : "fp32", g_flags ? " thin" : "",
+           (unsigned long long)h);
     release(&r1), release(&r2), release(&r3);
   }
   return test_report("nn_cuda_determinism");

@@ -26,11 +26,13 @@ static void* dalloc(size_t bytes) {
 static void up(void* d, const void* h, size_t b) { TEST_CHECK(cudaMemcpy(d, h, b, cudaMemcpyHostToDevice) == cudaSuccess, "upload"); }
 static void down(void* h, const void* d, size_t b) { TEST_CHECK(cudaMemcpy(h, d, b, cudaMemcpyDeviceToHost) == cudaSuccess, "download"); }
 
+static int g_flags = 0;  // extra nn_cuda_mlp_create flags
+
 static void mlp_case(const char* name, NnConfig c, int B, double tol) {
   NnMlp* cm;
   NnCudaMlp* gm;
   TEST_CHECK(nn_mlp_create(&cm, &c, B) == 0, "cpu create");
-  int r = nn_cuda_mlp_create(&gm, &c, B, tol > 1e-4 ? NN_CUDA_TF32 : 0, NULL);
+  int r = nn_cuda_mlp_create(&gm, &c, B, (tol > 1e-4 ? NN_CUDA_TF32 : 0) | g_flags, NULL);
   TEST_CHECK(r == 0, "%s: cuda create: %s", name, nn_strerror(r));
   if (r) return;
   nn_mlp_init(cm, 77);
@@ -176,6 +178,13 @@ int main(void) {
   wide.layer_norm = 0, wide.act = NN_ACT_SILU, wide.out_dim = 7;
   mlp_case("width 1024 silu, no layernorm", wide, 1, 1e-5);
   mlp_case("actor tf32 (loose tolerance)", actor, 2048, 2e-2);
+  g_flags = NN_CUDA_THIN;
+  mlp_case("actor, thin output kernels", actor, 2048, 1e-5);
+  mlp_case("critic, thin output kernels", critic, 300, 1e-5);
+  mlp_case("odd sizes, thin output kernels", odd, 1, 1e-5);
+  g_flags = NN_CUDA_NO_VEC;
+  mlp_case("actor, scalar row kernels", actor, 2048, 1e-5);
+  g_flags = 0;
   adam_case();
   norm_case();
   return test_report("nn_cuda_vs_cpu");
