@@ -18,7 +18,9 @@
 // The slider is limited (range +-1.8): that needs the engine's constraint solver, which is not merged yet.
 // Until it is, the model loads with constraints disabled (the cart may leave the rail). When the solver
 // lands, set this to 0: nothing else changes.
+#ifndef CARTPOLE_DISABLE_CONSTRAINT
 #define CARTPOLE_DISABLE_CONSTRAINT 1
+#endif
 // ============================================================================================================
 
 #define CARTPOLE_LN01 (-2.302585092994046)  // log(0.1): the gaussian tolerance's value at the margin
