@@ -216,7 +216,8 @@ static int variants(cudaStream_t s, FILE* js) {
 int nn_bench_main(int argc, char** argv) {
   int batches[8], nb = 0, iters = 0, nets = 3, precs = 3, do_variants = 0;
   const char* json = NULL;
-  for (int i = 0; i < argc; i++) {
+  // argv[0] names the command (main's convention: "nn" from `adjoint bench nn`, or the program name)
+  for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--all")) continue;
     else if (!strcmp(argv[i], "--profile")) {
       Net ps[2] = {net_actor(), net_critic()};

@@ -6,8 +6,9 @@
 extern "C" {
 #endif
 
-// argv holds the arguments after `bench nn` (no program name): [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH] [--no-splitk]
-// [--variants] (ablation of kernel choices) [--profile] (per-GEMM candidate timings)
+// main's convention: argv[0] names the command (`adjoint bench nn` passes "nn"), then options:
+//   [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] [--json PATH] [--no-splitk]
+//   [--variants] (ablation of kernel choices) [--profile] (per-GEMM candidate timings)
 // Returns 0 on success, 2 when built without CUDA, another nonzero code on failure.
 int nn_bench_main(int argc, char** argv);
 

@@ -1,4 +1,4 @@
 // Standalone `adjoint bench nn` (the adjoint CLI calls the same nn_bench_main).
 #include "nn/nn_bench.h"
 
-int main(int argc, char** argv) { return nn_bench_main(argc - 1, argv + 1); }
+int main(int argc, char** argv) { return nn_bench_main(argc, argv); }
