@@ -106,6 +106,9 @@ SIM_FN void cartpole_act_vjp(const SimModel* m, const SimWorld* d, const sim_rea
 }
 
 #ifndef __CUDACC__
+static const char* const cartpole_obs_names[5] = {"cart_position", "pole_cos", "pole_sin", "cart_velocity",
+                                                  "pole_angular_velocity"};
+static const char* const cartpole_act_names[1] = {"slide"};
 ENV_TASK_HOST(cartpole, {"cartpole", "cartpole/cartpole.xml", CARTPOLE_DISABLE_CONSTRAINT ? SIM_DSBL_CONSTRAINT : 0,
-                         5, 1, 1000, 1, 0})
+                         5, 1, 1000, 1, 0, cartpole_obs_names, cartpole_act_names})
 #endif

@@ -54,6 +54,8 @@ typedef struct EnvTaskInfo {
   int episode_steps;      // time limit in control steps
   int frame_skip;         // physics steps per control step
   int needs_kinematics;   // reward/observe read xpos/xmat: run kinematics after the step
+  const char* const* obs_names;  // (obs_dim) observation element names (for exports and logs)
+  const char* const* act_names;  // (act_dim)
 } EnvTaskInfo;
 
 // host-side table of one task (per-world calls)

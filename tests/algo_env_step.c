@@ -17,6 +17,7 @@ int main(void) {
   }
   TEST_CHECK(env_create(&b, "cartpole", 2, 10, 99, err, sizeof(err)) == 0, "create b: %s", err);
   TEST_CHECK(a->obs_dim == 5 && a->act_dim == 1 && a->episode_steps == 10, "dims");
+  TEST_CHECK(!strcmp(a->task->info.obs_names[2], "pole_sin") && !strcmp(a->task->info.act_names[0], "slide"), "names");
   TEST_CHECK(!memcmp(a->obs, b->obs, sizeof(float) * 2 * 5), "world streams depend on num_envs");
   TEST_CHECK(a->obs[1] < -0.99f, "pole starts down (cos %g)", a->obs[1]);
   TEST_CHECK(a->obs[0] != a->obs[5], "worlds share their reset noise");
