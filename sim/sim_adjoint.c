@@ -281,6 +281,10 @@ int sim_adjoint_enable(SimModel* m, int ntape) {
 void sim_tape_clear(const SimModel* m, SimData* d) {
   if (!m->adj) return;
   for (int w = 0; w < d->nworld; w++) d->tape_n[w] = 0;
+  size_t nw = (size_t)d->nworld;
+  for (size_t k = 0; k < nw * m->nbody; k++) d->adj_body_mass[k] = 0;
+  for (size_t k = 0; k < nw * 3 * m->nbody; k++) d->adj_body_ipos[k] = 0;
+  for (size_t k = 0; k < nw * 3 * m->ngeom; k++) d->adj_geom_friction[k] = 0;
 }
 
 int sim_control_step(const SimModel* m, SimData* d, int nsub, int record) {

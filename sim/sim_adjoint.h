@@ -7,9 +7,12 @@
 //   set d->adj_qpos (nv, tangent of mj_differentiatePos), d->adj_qvel = dL/d(final state)
 //   for t = T-1..0: sim_control_step_backward(m, d, nsub);   // adj_qpos/adj_qvel <- input cotangents,
 //                     read d->adj_ctrl (dL/dctrl_t); add per-step loss cotangents to adj_qpos/adj_qvel
-// The backward recomputes each substep from the tape (states only are stored) and keeps the world's state.
-// Smooth dynamics only: constraint rows are not differentiated yet (sim_adj_solver in sim_adjoint.c is the
-// slot of the constraint adjoint).
+// The backward recomputes each substep from the tape (states only are stored) and keeps the world's state
+// (not its intermediates). Not on the tape: qfrc_applied (held at its current value) and time.
+// Smooth dynamics only: constraint rows are not differentiated yet (sim_adj_solver, sim_adjoint_constraint.c,
+// is the slot of the constraint adjoint); d->adj_nconstraint counts evaluations that had rows.
+// Parameter cotangents (adj_body_mass, adj_body_ipos, adj_geom_friction) are hooks: zeroed by
+// sim_tape_clear, accumulated by the backward; only the cinert part of adj_body_mass is filled today.
 #ifndef ADJ_SIM_ADJOINT_H
 #define ADJ_SIM_ADJOINT_H
 
