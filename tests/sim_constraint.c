@@ -143,7 +143,8 @@ static void check_lanes(const char* tag, const SimModel* m, SimData* d, int nlan
 
 static int seen_type[8];  // rows seen per efc_type, over all models (coverage)
 
-// mode 0: the model's solver settings; 1: converged; 2: islands disabled (monolithic solve and scale)
+// mode 0: the model's solver settings; 1: converged; 2: islands disabled (monolithic solve and scale);
+// 3: warm start disabled (the solve starts from qacc_smooth)
 static void run_model(const char* name, int mode) {
   int converged = mode == 1;
   char path[1024], err[4096];
@@ -159,6 +160,7 @@ static void run_model(const char* name, int mode) {
     opt.ls_iterations = 100;
   }
   if (mode == 2) opt.disable_add |= SIM_DSBL_ISLAND;
+  if (mode == 3) opt.disable_add |= SIM_DSBL_WARMSTART;
   void* mjv = NULL;
   if (sim_load_mjcf(path, &opt, &mjv, err, sizeof(err))) {
     TEST_CHECK(0, "%s: %s", name, err);
@@ -201,7 +203,8 @@ static void run_model(const char* name, int mode) {
       our_forward(&m, d, md);
       char tag[256];
       snprintf(tag, sizeof(tag), "%s%s state %d (nefc %d ncon %d)", name,
-               mode == 1 ? " converged" : mode == 2 ? " no-island" : "", got, md->nefc, md->ncon);
+               mode == 1 ? " converged" : mode == 2 ? " no-island" : mode == 3 ? " no-warmstart" : "", got, md->nefc,
+               md->ncon);
       for (int r = 0; r < md->nefc; r++) seen_type[md->efc_type[r] & 7]++;
       double e = compare_state(tag, mm, md, &m, d);
       if (mode != 1) check_lanes(tag, &m, d, got % 2 ? 3 : 8);
@@ -212,7 +215,7 @@ static void run_model(const char* name, int mode) {
     mj_step(mm, roll);
   }
   printf("%-28s %-10s states %2d (with rows %2d)  qacc max rel err %.3e\n", name,
-         mode == 1 ? "converged" : mode == 2 ? "no-island" : "model", got, withrows, worst);
+         mode == 1 ? "converged" : mode == 2 ? "no-island" : mode == 3 ? "no-warm" : "model", got, withrows, worst);
   mj_deleteData(md);
   mj_deleteData(roll);
   sim_data_free(d);
@@ -270,6 +273,7 @@ int main(int argc, char** argv) {
     run_model(kModels[i], 0);
     run_model(kModels[i], 1);
     if (strstr(kModels[i], "constraint_free") || strstr(kModels[i], "humanoid")) run_model(kModels[i], 2);
+    if (strstr(kModels[i], "hopper") || strstr(kModels[i], "constraint_chain")) run_model(kModels[i], 3);
   }
   if (!only) {
     // every row type occurs: dof and tendon friction loss, joint and tendon limits, both contact kinds
