@@ -32,7 +32,7 @@ SIM_FN void sim_adj_zero_eval(const SimModel* m, SimWorld* d, int lane, int nlan
 // smooth backward: adj_qfrc_smooth, adj_M (and any geometry cotangents) -> adj_dq, adj_dv, adj_du (accumulated)
 SIM_FN void sim_adj_smooth(const SimModel* m, SimWorld* d, const int* flags, int lane, int nlane) {
   const sim_real* tbar = d->adj_qfrc_smooth;  // = passive-bar = actuator-bar = applied-bar = -bias-bar
-  sim_adj_actuation(m, d, tbar, flags, lane);
+  sim_adj_actuation(m, d, tbar, flags, lane, nlane);
   for (int i = lane; i < m->nv; i += nlane) d->adj_tmp[i] = -tbar[i];
   SIM_SYNC();
   sim_adj_rne(m, d, d->adj_tmp, lane, nlane);
@@ -110,7 +110,7 @@ SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k
     // position term: M-bar += sym(y (a - a_int)')
     for (int i = lane; i < nv; i += nlane) d->adj_vnew[i] = d->qacc[i] - d->qacc_int[i];
     SIM_SYNC();
-    sim_adj_M_outer(m, d->adj_M, d->adj_y, d->adj_vnew, 1, lane);
+    sim_adj_M_outer(m, d->adj_M, d->adj_y, d->adj_vnew, 1, lane, nlane);
     if (implicitfast) {
       sim_adj_qDeriv(m, d, d->adj_flags, d->adj_y, d->qacc_int, lane);
     } else if (lane == 0 && !(m->disableflags & SIM_DSBL_DAMPER)) {

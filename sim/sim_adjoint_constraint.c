@@ -19,5 +19,5 @@ SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) 
   sim_solveLD(m, d->adj_tmp, d->qLD, d->qLDiagInv, lane);  // lambda = M^-1 a-bar
   for (int i = lane; i < m->nv; i += nlane) d->adj_qfrc_smooth[i] += d->adj_tmp[i];
   SIM_SYNC();
-  sim_adj_M_outer(m, d->adj_M, d->adj_tmp, d->qacc, -1, lane);
+  sim_adj_M_outer(m, d->adj_M, d->adj_tmp, d->qacc, -1, lane, nlane);
 }

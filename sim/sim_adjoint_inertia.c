@@ -5,18 +5,16 @@
 #include "sim_model.h"
 #include "sim_math.h"
 
-// Mbar += scale * sym(u v') on M's lower CSR pattern. Serial on lane 0.
+// Mbar += scale * sym(u v') on M's lower CSR pattern (rows across lanes)
 SIM_FN void sim_adj_M_outer(const SimModel* m, sim_real* Mbar, const sim_real* u, const sim_real* v, sim_real scale,
-                            int lane) {
-  if (lane == 0) {
-    for (int i = 0; i < m->nv; i++) {
-      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-      for (int k = adr; k < diag; k++) {
-        int j = m->M_colind[k];
-        Mbar[k] += scale * (u[i] * v[j] + u[j] * v[i]);
-      }
-      Mbar[diag] += scale * u[i] * v[i];
+                            int lane, int nlane) {
+  for (int i = lane; i < m->nv; i += nlane) {
+    int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
+    for (int k = adr; k < diag; k++) {
+      int j = m->M_colind[k];
+      Mbar[k] += scale * (u[i] * v[j] + u[j] * v[i]);
     }
+    Mbar[diag] += scale * u[i] * v[i];
   }
   SIM_SYNC();
 }

@@ -139,9 +139,8 @@ SIM_FN void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bbar, in
   sim_real* cfrcbar = d->adj_cfrc;
   for (int k = lane; k < 6 * m->nbody; k += nlane) caccbar[k] = cfrcbar[k] = 0;
   SIM_SYNC();
-  if (lane == 0) {
-    for (int i = 0; i < m->nv; i++) {
-      int b = m->dof_bodyid[i];
+  for (int b = 1 + lane; b < m->nbody; b += nlane) {  // per body: its dofs write its cfrc cotangent
+    for (int i = m->body_dofadr[b]; i < m->body_dofadr[b] + m->body_dofnum[b]; i++) {
       for (int e = 0; e < 6; e++) {
         cfrcbar[6 * b + e] += bbar[i] * d->cdof[6 * i + e];
         d->adj_cdof[6 * i + e] += bbar[i] * cfrc[6 * b + e];
