@@ -126,7 +126,9 @@ static void rel_errors(const double* got, const double* ref, int n, double* med,
   free(r);
 }
 
-// random state around qpos0 (tangent noise), random velocity, ctrl inside its range
+// random state around qpos0 (tangent noise), random velocity, ctrl inside its range (ctrl_spread > 1: also
+// outside it, so that ctrl clamps are exercised)
+static double ctrl_spread = 0.8;
 static void random_state(const mjModel* m, double qscale, double vscale, double* qpos, double* qvel, double* ctrl,
                          int nstep) {
   double* e = malloc(sizeof(double) * m->nv);
@@ -138,7 +140,7 @@ static void random_state(const mjModel* m, double qscale, double vscale, double*
     for (int a = 0; a < m->nu; a++) {
       double lo = -1, hi = 1;
       if (m->actuator_ctrllimited[a]) lo = m->actuator_ctrlrange[2 * a], hi = m->actuator_ctrlrange[2 * a + 1];
-      ctrl[t * m->nu + a] = lo + (hi - lo) * (0.1 + 0.8 * urand());
+      ctrl[t * m->nu + a] = lo + (hi - lo) * (0.5 + ctrl_spread * (urand() - 0.5));
     }
   free(e);
 }
@@ -324,6 +326,9 @@ int main(int argc, char** argv) {
   RUN("chain_euler", check_model("assets/test/grad_chain.xml", -1, 0, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
   RUN("chain_implicitfast", check_model("assets/test/grad_chain.xml", 3, 0, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
   RUN("chain_rk4", check_model("assets/test/grad_chain.xml", 1, 2e-4, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
+  ctrl_spread = 2.0;  // about half the limited controls clamped
+  RUN("chain_clamp", check_model("assets/test/grad_chain.xml", -1, 0, 1, 1, 4, 0.3, 1.0, TOLS(1e-6, 1e-3)));
+  ctrl_spread = 0.8;
   RUN("freebody", check_model("assets/test/grad_freebody.xml", -1, 0, 1, 1, 3, 0.3, 2.0, TOLS(1e-6, 1e-3)));
   RUN("cartpole", check_model("cartpole/cartpole.xml", -1, 0, 1, 1, 3, 0.3, 1.0, TOLS(1e-6, 1e-3)));
   RUN("hopper", check_model("hopper/hopper.xml", -1, 0, 1, 1, 3, 0.2, 1.0, TOLS(1e-6, 1e-3)));
