@@ -315,7 +315,7 @@ static void check_slider(void) {
 #ifdef SIM_DOUBLE
 #define TOLS(med, max) med, max
 #else  // float32 engine against float64 MuJoCo differences: loose, reports the float32 figures
-#define TOLS(med, max) 1e-4, 5e-3
+#define TOLS(med, max) 3e-4, 5e-2
 #endif
 
 int main(int argc, char** argv) {
