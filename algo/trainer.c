@@ -308,7 +308,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       const char* ft[NTR + ALGO_MAX_METRICS + NTIME];
       double fv[NTR + ALGO_MAX_METRICS + NTIME];
       int nf = 0;
-      for (int i = 2; i < ncol; i++)
+      for (int i = 1; i < ncol; i++)  // everything but the iteration (the event's step)
         if (isfinite(row[i])) ft[nf] = tags[i], fv[nf++] = row[i];
       tb_scalars(tb, ts.iteration, ft, fv, nf);
     }
