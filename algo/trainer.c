@@ -128,12 +128,20 @@ static int save_checkpoint(const TrainOptions* o, TrainerState* ts, EnvBatch* e,
   return rc ? TRAIN_ERUN : TRAIN_OK;
 }
 
+// contacts and constraint rows dropped for lack of capacity, summed over worlds (the engine's cumulative counters)
+static void overflow_totals(const EnvBatch* e, double* con, double* rows) {
+  double c = 0, r = 0;
+  for (int w = 0; w < e->nworld; w++) c += e->d->ncon_overflow[w], r += e->d->nefc_overflow[w];
+  *con = c, *rows = r;
+}
+
 // ---- metrics.csv ----
-static const char* const kTrainerCols[] = {"iteration", "env_steps", "return", "episode_length", "episodes",
-                                           "nan_resets", "reward_per_step"};
+static const char* const kTrainerCols[] = {"iteration",  "env_steps",       "return",           "episode_length",
+                                           "episodes",   "nan_resets",      "reward_per_step",  "contact_overflow",
+                                           "row_overflow"};
 static const char* const kTimeCols[] = {"env_steps_per_s", "time_sim", "time_backward", "time_networks",
                                         "time_other", "time_iteration", "elapsed"};
-#define NTR 7
+#define NTR 9
 #define NTIME 7
 
 // Keeps the header and the rows with iteration <= keep (resume), or starts a new file.
@@ -281,7 +289,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     double am[ALGO_MAX_METRICS] = {0};
     AlgoTimes tm = {0, 0, 0};
     int64_t nan_before = env->stats[1];
-    double rew_before = env->reward_total;
+    double rew_before = env->reward_total, con_before, rows_before;
+    overflow_totals(env, &con_before, &rows_before);
     if (ops->iterate(algo, env, am, &tm)) {
       snprintf(err, errlen, "%s: iteration %lld failed", ops->name, (long long)ts.iteration + 1);
       rc = TRAIN_ERUN;
@@ -296,6 +305,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     row[0] = (double)ts.iteration, row[1] = (double)ts.env_steps, row[2] = ret, row[3] = len;
     row[4] = (double)env->stats[0], row[5] = (double)(env->stats[1] - nan_before);
     row[6] = (env->reward_total - rew_before) / (double)steps_per_it;
+    overflow_totals(env, &row[7], &row[8]);
+    row[7] -= con_before, row[8] -= rows_before;
     for (int i = 0; i < ops->n_metrics; i++) row[NTR + i] = am[i];
     double* tr = row + NTR + ops->n_metrics;
     tr[0] = steps_per_it / dt, tr[1] = tm.sim, tr[2] = tm.backward, tr[3] = tm.networks;
