@@ -91,9 +91,15 @@ SIM_FN void simu_adj_point_wrench(sim_real W[6], const sim_real x[3], const sim_
 // kinematics VJP: adj_xpos/xmat/xipos/ximat/xanchor/xaxis/geom_x* -> adj_dq (accumulated, tangent)
 SIM_FN void sim_adj_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* W = d->adj_wrench;  // (nbody, 6)
+  // own contributions of each body (independent across bodies); body_ipos hook: xipos = xpos + xmat ipos
+  for (int b = 1 + lane; b < m->nbody; b += nlane) {
+    sim_real t[3];
+    simu_mulMatTVec3(t, d->xmat + 9 * b, d->adj_xipos + 3 * b);
+    simu_add3(d->adj_body_ipos + 3 * b, d->adj_body_ipos + 3 * b, t);
+  }
+  SIM_SYNC();
   for (int k = lane; k < 6 * m->nbody; k += nlane) W[k] = 0;
   SIM_SYNC();
-  // own contributions of each body (independent across bodies)
   for (int b = 1 + lane; b < m->nbody; b += nlane) {
     const sim_real* c = d->subtree_com + 3 * m->body_rootid[b];
     sim_real* Wb = W + 6 * b;
@@ -218,11 +224,17 @@ SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) 
         simu_scl3(cbar + 3 * i, cbar + 3 * i, 1 / m->body_subtreemass[i]);
       }
     }
+    // cumulative T_i = sum over ancestors-or-self p of cbar_p . subtree_com_p (mass hook: d com_p / d m_k =
+    // (xipos_k - com_p) / subtreemass_p); T kept in adj_wrench[6 i] (scratch until the kinematics VJP)
+    sim_real* T = d->adj_wrench;
+    T[0] = simu_dot3(cbar, d->subtree_com);
     for (int l = 1; l < m->nlevel; l++) {
       for (int k = 0; k < m->level_num[l]; k++) {
-        int i = m->level_body[m->level_adr[l] + k];
-        simu_add3(cbar + 3 * i, cbar + 3 * i, cbar + 3 * m->body_parentid[i]);
+        int i = m->level_body[m->level_adr[l] + k], p = m->body_parentid[i];
+        T[6 * i] = T[6 * p] + simu_dot3(cbar + 3 * i, d->subtree_com + 3 * i);
+        simu_add3(cbar + 3 * i, cbar + 3 * i, cbar + 3 * p);
         for (int e = 0; e < 3; e++) d->adj_xipos[3 * i + e] += m->body_mass[i] * cbar[3 * i + e];
+        d->adj_body_mass[i] += simu_dot3(cbar + 3 * i, d->xipos + 3 * i) - T[6 * i];
       }
     }
   }

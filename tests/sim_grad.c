@@ -279,6 +279,78 @@ static void check_lanes(const char* name, int integrator, double timestep, int n
 
 #endif
 
+// parameter hooks: d(c'x')/d body_mass and d/d body_ipos (one control step) against FD of MuJoCo with the
+// perturbed model (mj_setConst recomputes the derived constants: subtree masses, sameframe flags)
+static void check_params(const char* name, int nsub) {
+  mjModel* mj = load(name, -1, 0);
+  TEST_CHECK(mj != NULL, "load %s", name);
+  if (!mj) return;
+  SimModel* m = NULL;
+  char err[1024];
+  if (sim_model_import(mj, &m, err, sizeof(err))) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    mj_deleteModel(mj);
+    return;
+  }
+  sim_adjoint_enable(m, nsub);
+  SimData* d = NULL;
+  sim_data_create(m, 1, &d);
+  int nq = mj->nq, nv = mj->nv, nu = mj->nu, nb = mj->nbody;
+  Ref r = {mj, mj_makeData(mj), nsub, 1};
+  double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv);
+  double *ctrl = malloc(sizeof(double) * (nu + 1)), *cq = malloc(sizeof(double) * nv), *cv = malloc(sizeof(double) * nv);
+  double *qp = malloc(sizeof(double) * 2 * nq), *vp = malloc(sizeof(double) * 2 * nv), *dq = malloc(sizeof(double) * nv);
+  double *gm = calloc((size_t)nb, sizeof(double)), *fm = calloc((size_t)nb, sizeof(double));
+  double *gi = calloc((size_t)3 * nb, sizeof(double)), *fi = calloc((size_t)3 * nb, sizeof(double));
+  random_state(mj, 0.3, 1.0, qpos, qvel, ctrl, 1);
+  for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
+  sim_tape_clear(m, d);
+  for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
+  for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i];
+  for (int i = 0; i < nu; i++) d->ctrl[i] = ctrl[i];
+  sim_control_step(m, d, nsub, 1);
+  for (int i = 0; i < nv; i++) d->adj_qpos[i] = cq[i], d->adj_qvel[i] = cv[i];
+  sim_control_step_backward(m, d, nsub);
+  for (int b = 0; b < nb; b++) gm[b] = d->adj_body_mass[b];
+  for (int k = 0; k < 3 * nb; k++) gi[k] = d->adj_body_ipos[k];
+  for (int k = 0; k < 4 * nb; k++) {
+    mjtNum* prm = k < nb ? mj->body_mass + k : mj->body_ipos + (k - nb);
+    double eps = k < nb ? 1e-6 : 1e-5, save = *prm, g = 0;
+    if (k == 0 || (k >= nb && k < nb + 3)) {  // world body
+      if (k < nb) fm[k] = gm[k] = 0;
+      else fi[k - nb] = gi[k - nb] = 0;
+      continue;
+    }
+    for (int side = 0; side < 2; side++) {
+      *prm = save + (side ? eps : -eps);
+      mj_setConst(mj, r.md);
+      ref_rollout(&r, qpos, qvel, ctrl, qp + side * nq, vp + side * nv);
+    }
+    *prm = save;
+    mj_setConst(mj, r.md);
+    mj_differentiatePos(mj, dq, 2 * eps, qp, qp + nq);
+    for (int i = 0; i < nv; i++) g += cq[i] * dq[i] + cv[i] * (vp[nv + i] - vp[i]) / (2 * eps);
+    if (k < nb) fm[k] = g;
+    else fi[k - nb] = g;
+  }
+  double med[2], mx[2];
+  rel_errors(gm, fm, nb, &med[0], &mx[0]);
+  rel_errors(gi, fi, 3 * nb, &med[1], &mx[1]);
+  printf("%-22s params: rel err body_mass med %.1e max %.1e | body_ipos med %.1e max %.1e\n", name, med[0], mx[0],
+         med[1], mx[1]);
+  if (getenv("GRAD_VERBOSE"))
+    for (int b = 0; b < nb; b++) printf("  mass[%d] %.10e %.10e\n", b, gm[b], fm[b]);
+#ifdef SIM_DOUBLE
+  TEST_CHECK(med[0] < 1e-5 && mx[0] < 1e-3, "%s body_mass gradient", name);
+  TEST_CHECK(med[1] < 1e-5 && mx[1] < 1e-3, "%s body_ipos gradient", name);
+#endif
+  free(qpos), free(qvel), free(ctrl), free(cq), free(cv), free(qp), free(vp), free(dq), free(gm), free(fm), free(gi), free(fi);
+  mj_deleteData(r.md);
+  sim_data_free(d);
+  sim_model_free(m);
+  mj_deleteModel(mj);
+}
+
 // unit slider under a unit motor, Euler, no damping: dq'/du = h^2, dv'/du = h exactly
 static void check_slider(void) {
   mjModel* mj = load("assets/test/grad_slider.xml", -1, 0);
@@ -340,6 +412,8 @@ int main(int argc, char** argv) {
   RUN("lanes", check_lanes("assets/test/grad_freebody.xml", -1, 0, 2));
   RUN("lanes", check_lanes("g1/g1.xml", -1, 0, 1));
 #endif
+  RUN("params", check_params("hopper/hopper.xml", 1));
+  RUN("params", check_params("assets/test/grad_chain.xml", 2));
   RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, TOLS(1e-4, 1e-3)));
   return test_report("sim_grad");
 }
