@@ -246,16 +246,23 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   FILE* metrics = NULL;
   TbWriter* tb = NULL;
   if (o->resume) {
-    CkTensor t[MAX_TENSORS];
-    int n = all_tensors(&ts, env, ops, algo, t, MAX_TENSORS);
-    int64_t want_hash = ts.config_hash;
-    if (n < 0 || ckpt_read(ckpt, t, n, err, errlen)) {
+    // the config hash first: a changed config.yaml would otherwise show up as shape errors
+    int64_t stored_hash = 0;
+    CkTensor h;
+    ckpt_add(&h, 0, 1, "config_hash", CK_I64, &stored_hash, 1, 0);
+    if (ckpt_read(ckpt, &h, 1, err, errlen)) {
       rc = TRAIN_EUSER;
       goto done;
     }
-    if (ts.config_hash != want_hash) {
+    if (stored_hash != ts.config_hash) {
       snprintf(err, errlen, "%s: config hash %016llx does not match %s/config.yaml (%016llx)", ckpt,
-               (unsigned long long)ts.config_hash, o->run_dir, (unsigned long long)want_hash);
+               (unsigned long long)stored_hash, o->run_dir, (unsigned long long)ts.config_hash);
+      rc = TRAIN_EUSER;
+      goto done;
+    }
+    CkTensor t[MAX_TENSORS];
+    int n = all_tensors(&ts, env, ops, algo, t, MAX_TENSORS);
+    if (n < 0 || ckpt_read(ckpt, t, n, err, errlen)) {
       rc = TRAIN_EUSER;
       goto done;
     }
