@@ -74,10 +74,14 @@ SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
   int* parent = d->tree_island;
   for (int t = 0; t < ntree; t++) parent[t] = -1;
   for (int r = 0; r < nefc; r++) d->efc_island[r] = sim_row_tree(m, d, r, parent);
+  // point every active tree at its root first: roots are the smallest tree of their island and are
+  // relabelled below before any later member reads them, so no walk may pass through a relabelled root
+  for (int t = 0; t < ntree; t++)
+    if (parent[t] >= 0) parent[t] = sim_dsu_root(parent, t);
   int nisland = 0;
   for (int t = 0; t < ntree; t++) {
     if (parent[t] < 0) continue;
-    int root = sim_dsu_root(parent, t);
+    int root = parent[t];
     parent[t] = root == t ? -2 - nisland++ : parent[root];  // island i stored as -2-i
   }
   for (int t = 0; t < ntree; t++) parent[t] = parent[t] < 0 && parent[t] != -1 ? -2 - parent[t] : -1;
