@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs `adjoint verify ... --json` and checks its figures against bounds.
 
-usage: verify_check.py ADJOINT [--bound KEY.STAT<=VALUE ...] -- VERIFY_ARGS...
+usage: verify_check.py ADJOINT [KEY.STAT<=VALUE | KEY>=VALUE ...] -- VERIFY_ARGS...
 Exit 0 if every bound holds, 1 otherwise (the failing figures are printed).
 """
 import json
@@ -25,13 +25,14 @@ def main():
     res = json.loads(lines[0])
     ok = True
     for b in bounds:
-        key, val = b.split("<=")
+        op = ">=" if ">=" in b else "<="
+        key, val = b.split(op)
         node = res
         for part in key.split("."):
             node = node[part]
-        good = node <= float(val)
+        good = node <= float(val) if op == "<=" else node >= float(val)
         ok &= good
-        print(f"{'ok  ' if good else 'FAIL'} {args[0]} {key} = {node:.3e} (bound {val})")
+        print(f"{'ok  ' if good else 'FAIL'} {args[0]} {key} = {node:.3e} (bound {op} {val})")
     return 0 if ok else 1
 
 
