@@ -25,6 +25,8 @@ static double nrand(void) {
   return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
+static int load_keep_constraints = 0;  // 1: do not disable the constraint stage
+
 static mjModel* load(const char* name, int integrator, double timestep) {
   char path[1024], err[1024];
   if (sim_find_asset(name, path, sizeof(path))) {
@@ -33,7 +35,7 @@ static mjModel* load(const char* name, int integrator, double timestep) {
   }
   SimLoadOptions opt;
   sim_load_options_default(&opt);
-  opt.disable_add = SIM_DSBL_CONSTRAINT;
+  opt.disable_add = load_keep_constraints ? 0 : SIM_DSBL_CONSTRAINT;
   opt.integrator = integrator;
   if (timestep > 0) opt.timestep = timestep;
   void* mj = NULL;
@@ -129,6 +131,7 @@ static void rel_errors(const double* got, const double* ref, int n, double* med,
 // random state around qpos0 (tangent noise), random velocity, ctrl inside its range (ctrl_spread > 1: also
 // outside it, so that ctrl clamps are exercised)
 static double ctrl_spread = 0.8;
+
 static void random_state(const mjModel* m, double qscale, double vscale, double* qpos, double* qvel, double* ctrl,
                          int nstep) {
   double* e = malloc(sizeof(double) * m->nv);
@@ -196,6 +199,7 @@ static double check_model(const char* name, int integrator, double timestep, int
       for (int a = 0; a < nu; a++) gu[t * nu + a] = d->adj_ctrl[a];
     }
     for (int i = 0; i < nv; i++) gq[i] = d->adj_qpos[i], gv[i] = d->adj_qvel[i];
+    TEST_CHECK(d->adj_nconstraint[0] == 0, "%s: %d evaluations had constraint rows", name, d->adj_nconstraint[0]);
     ref_fd(&r, qpos, qvel, ctrl, cq, cv, 1e-6, fq, fv, fu);
     double med[3], mx[3];
     rel_errors(gq, fq, nv, &med[0], &mx[0]);
@@ -351,6 +355,37 @@ static void check_params(const char* name, int nsub) {
   mj_deleteModel(mj);
 }
 
+// with constraint rows (hopper standing on its floor) the backward still runs, keeps the state, returns
+// finite cotangents and counts the evaluations whose rows it could not differentiate (adj_nconstraint)
+static void check_rows_counted(void) {
+  load_keep_constraints = 1;
+  mjModel* mj = load("hopper/hopper.xml", -1, 0);
+  load_keep_constraints = 0;
+  TEST_CHECK(mj != NULL, "load hopper");
+  if (!mj) return;
+  SimModel* m = NULL;
+  char err[1024];
+  if (sim_model_import(mj, &m, err, sizeof(err))) {
+    TEST_CHECK(0, "import hopper with constraints: %s", err);
+    mj_deleteModel(mj);
+    return;
+  }
+  sim_adjoint_enable(m, 4);
+  SimData* d = NULL;
+  sim_data_create(m, 1, &d);
+  sim_control_step(m, d, 4, 1);
+  double q0 = d->qpos[1];
+  for (int i = 0; i < m->nv; i++) d->adj_qpos[i] = 1, d->adj_qvel[i] = 1;
+  int rc = sim_control_step_backward(m, d, 4);
+  int finite = 1;
+  for (int i = 0; i < m->nv; i++) finite &= isfinite(d->adj_qpos[i]) && isfinite(d->adj_qvel[i]);
+  printf("hopper with contacts: %d of 4 evaluations had rows (counted, not differentiated)\n", d->adj_nconstraint[0]);
+  TEST_CHECK(rc == 0 && finite && d->qpos[1] == q0 && d->adj_nconstraint[0] > 0, "rows counted, state kept");
+  sim_data_free(d);
+  sim_model_free(m);
+  mj_deleteModel(mj);
+}
+
 // unit slider under a unit motor, Euler, no damping: dq'/du = h^2, dv'/du = h exactly
 static void check_slider(void) {
   mjModel* mj = load("assets/test/grad_slider.xml", -1, 0);
@@ -414,6 +449,11 @@ int main(int argc, char** argv) {
 #endif
   RUN("params", check_params("hopper/hopper.xml", 1));
   RUN("params", check_params("assets/test/grad_chain.xml", 2));
+  // constraint stage on, no rows (no floor, no limits): the gradient must still match, the counter stay 0
+  load_keep_constraints = 1;
+  RUN("constraint_stage", check_model("assets/test/grad_freebody.xml", -1, 0, 2, 2, 2, 0.05, 0.5, TOLS(1e-6, 1e-3)));
+  load_keep_constraints = 0;
+  RUN("constraint_stage", check_rows_counted());
   RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, TOLS(1e-4, 1e-3)));
   return test_report("sim_grad");
 }
