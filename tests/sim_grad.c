@@ -455,5 +455,6 @@ int main(int argc, char** argv) {
   load_keep_constraints = 0;
   RUN("constraint_stage", check_rows_counted());
   RUN("rollout", check_model("hopper/hopper.xml", -1, 0, 4, 16, 1, 0.2, 1.0, TOLS(1e-4, 1e-3)));
+  RUN("rollout", check_model("g1/g1.xml", -1, 0, 4, 4, 1, 0.2, 1.0, TOLS(1e-4, 1e-3)));
   return test_report("sim_grad");
 }
