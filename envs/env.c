@@ -1,6 +1,8 @@
 // env.c: task registry and the batched environment on the CPU backend (see env.h).
 #include "envs/env.h"
 
+#include "sim/sim_adjoint.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +75,10 @@ int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, 
   e->terminated = (uint8_t*)calloc((size_t)nworld, 1);
   e->truncated = (uint8_t*)calloc((size_t)nworld, 1);
   e->final_obs = (sim_real*)calloc((size_t)nworld * O, sizeof(sim_real));
-  if (!e->t || !e->rng || !e->nan_seen || !e->obs || !e->ep_return || !e->reward || !e->terminated || !e->truncated ||
+  e->final_qpos = (sim_real*)calloc((size_t)nworld * m->nq, sizeof(sim_real));
+  e->final_qvel = (sim_real*)calloc((size_t)nworld * m->nv, sizeof(sim_real));
+  e->final_ctrl = (sim_real*)calloc((size_t)nworld * (m->nu ? m->nu : 1), sizeof(sim_real));
+  if (!e->final_qpos || !e->final_qvel || !e->final_ctrl || !e->t || !e->rng || !e->nan_seen || !e->obs || !e->ep_return || !e->reward || !e->terminated || !e->truncated ||
       !e->final_obs) {
     env_destroy(e);
     snprintf(err, errlen, "task %s: out of memory", task);
@@ -101,7 +106,32 @@ void env_destroy(EnvBatch* e) {
   if (e->mjmodel) sim_free_mjmodel(e->mjmodel);
   free(e->t), free(e->rng), free(e->nan_seen), free(e->obs), free(e->ep_return);
   free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
+  free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl);
   free(e);
+}
+
+int env_enable_gradients(EnvBatch* e, int ntape) {
+  if (sim_adjoint_enable(e->m, ntape)) return -1;
+  SimData* nd = NULL;
+  if (sim_data_create(e->m, e->nworld, &nd)) return -1;
+  const SimModel* m = e->m;
+  SimData* d = e->d;
+  size_t N = (size_t)e->nworld;
+#define COPY(f, n) memcpy(nd->f, d->f, sizeof(*d->f) * N * (size_t)(n))
+  COPY(qpos, m->nq);
+  COPY(qvel, m->nv);
+  if (m->nu) COPY(ctrl, m->nu);
+  COPY(qacc_warmstart, m->nv);
+  COPY(qfrc_applied, m->nv);
+  COPY(time, 1);
+  COPY(nan_count, 1);
+  COPY(ncon_overflow, 1);
+  COPY(nefc_overflow, 1);
+#undef COPY
+  sim_data_free(d);
+  e->d = nd;
+  if (e->task->info.needs_kinematics) sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
+  return 0;
 }
 
 void env_randomize_episode_start(EnvBatch* e) {
@@ -115,7 +145,9 @@ void env_step(EnvBatch* e, const sim_real* act) {
   const EnvTask* tk = e->task;
   int O = e->obs_dim, A = e->act_dim;
   for (int w = 0; w < e->nworld; w++) tk->act(e->m, e->d, w, act + (size_t)w * A);
-  for (int k = 0; k < tk->info.frame_skip; k++) sim_step(e->m, e->d);
+  if (e->record) sim_control_step(e->m, e->d, tk->info.frame_skip, 1);
+  else
+    for (int k = 0; k < tk->info.frame_skip; k++) sim_step(e->m, e->d);
   if (tk->info.needs_kinematics) sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
   e->nan_last = 0;
   int reset_any = 0;
@@ -137,6 +169,11 @@ void env_step(EnvBatch* e, const sim_real* act) {
     tk->observe(e->m, e->d, w, o);
     if (term || trunc) {
       memcpy(e->final_obs + (size_t)w * O, o, sizeof(sim_real) * (size_t)O);
+      SimWorld wd;
+      sim_world(e->m, e->d, w, &wd);
+      memcpy(e->final_qpos + (size_t)w * e->m->nq, wd.qpos, sizeof(sim_real) * (size_t)e->m->nq);
+      memcpy(e->final_qvel + (size_t)w * e->m->nv, wd.qvel, sizeof(sim_real) * (size_t)e->m->nv);
+      if (e->m->nu) memcpy(e->final_ctrl + (size_t)w * e->m->nu, wd.ctrl, sizeof(sim_real) * (size_t)e->m->nu);
       int slot = (int)(e->stats[0] % ENV_RECENT);
       e->recent_return[slot] = e->ep_return[w];
       e->recent_len[slot] = e->t[w];

@@ -151,14 +151,21 @@ typedef struct EnvBatch {
   uint8_t* terminated;    // (nworld) early termination (value 0 after it), non-finite resets included
   uint8_t* truncated;     // (nworld) time limit (bootstrap from final_obs)
   sim_real* final_obs;    // (nworld, obs_dim) observation before the auto-reset (where terminated|truncated)
+  sim_real* final_qpos;   // (nworld, nq) engine state before the auto-reset (where terminated|truncated): the
+  sim_real* final_qvel;   // (nworld, nv) state the reward and final_obs were computed at (SHAC's VJPs need it)
+  sim_real* final_ctrl;   // (nworld, nu)
   int64_t nan_last;       // non-finite resets during the last env_step
   double reward_total;    // sum of all rewards so far (for per-iteration means; not part of the run's state)
+  int record;             // 1: env_step records the engine tape (sim_control_step(record)); needs env_enable_gradients
 } EnvBatch;
 
 // Loads the task's model (applying its disable flags) and makes nworld worlds, all reset with the seed.
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps /* 0: task default */, uint64_t seed,
                char* err, size_t errlen);
 void env_destroy(EnvBatch* e);
+// Re-creates the engine data with reverse-mode gradients (sim_adjoint_enable(ntape physics substeps per world)),
+// keeping every world's state (qpos, qvel, ctrl, warm start, applied forces, time, counters). 0 or -1.
+int env_enable_gradients(EnvBatch* e, int ntape);
 // Sets each world's step counter to a uniform draw in [0, episode_steps) (its reset stream): the first episodes
 // end at different times, so that synchronous worlds do not all see the same phase of an episode.
 void env_randomize_episode_start(EnvBatch* e);
