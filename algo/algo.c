@@ -8,13 +8,7 @@
 
 const AlgoOps* algo_find(const char* name, char* err, size_t errlen) {
   if (!strcmp(name, "ppo")) return &algo_ppo;
-  if (!strcmp(name, "shac") || !strcmp(name, "nablamimic")) {
-    snprintf(err, errlen,
-             "algo.name '%s': the SHAC algorithm is not available yet (it needs the simulator's gradient; "
-             "see algo/shac.c). Use algo.name=ppo.",
-             name);
-    return NULL;
-  }
+  if (!strcmp(name, "shac") || !strcmp(name, "nablamimic")) return &algo_shac;
   snprintf(err, errlen, "algo.name '%s': unknown algorithm", name);
   return NULL;
 }

@@ -44,6 +44,7 @@ typedef struct AlgoOps {
 } AlgoOps;
 
 extern const AlgoOps algo_ppo;
+extern const AlgoOps algo_shac;  // algo.name shac and nablamimic (the ∇Mimic options are config keys)
 // Algorithms by algo.name; NULL with a message when the algorithm is not available (yet).
 const AlgoOps* algo_find(const char* name, char* err, size_t errlen);
 
