@@ -1,29 +1,559 @@
-// shac.c: SHAC (Xu et al. 2022, NVlabs/DiffRL algorithms/shac.py) and its ∇Mimic variant.
+// shac.c: SHAC (Xu et al. 2022, NVlabs/DiffRL algorithms/shac.py) and its ∇Mimic options, on the CPU backend.
 //
-// ============================== SKELETON: NOT IMPLEMENTED YET ==============================================
-// SHAC needs the simulator's gradient (the engine's adjoint is being written). Until it lands, algo_find()
-// refuses algo.name = shac / nablamimic with "not available yet" and `adjoint train` exits 2. The config keys
-// are defined and validated now (algo/cfg.h: algo.horizon, algo.gamma, algo.lambda, algo.max_grad_norm,
-// shac.actor_lr, shac.critic_lr, shac.lr_schedule, shac.lr_schedule_iterations, shac.beta1/beta2,
-// shac.critic_iterations, shac.critic_minibatches, shac.target_tau, shac.actor_grad_norm, shac.critic_grad_norm,
-// nablamimic.action_grad_clip_k, nablamimic.target_action_step, nablamimic.policy_ema_decay).
+// One iteration (algo.horizon = H control steps, N worlds):
+//  1. Rollout from the carried state with the engine tape on (EnvBatch.record): a_t = tanh(actor(norm(o_t))) +
+//     sigma * eps (sigma = policy.init_noise_std, fixed; eps ~ N(0,1) per world stream; the env clips to the
+//     action range). The normalizer is frozen during the rollout and updated with the rollout's observations
+//     after it. Per step we keep the pre-step state (qpos, qvel, ctrl), the post-step state before any
+//     auto-reset (env's final_q* where a world ended), observations, actions, rewards and done flags.
+//  2. Actor loss (DiffRL): -sum_w [sum over the window's episode segments of sum_t gamma^k r_t + gamma^(k+1)
+//     V_targ(s_end)] / (H N), k counted from the segment start; V = 0 after a termination (non-finite resets
+//     included), V_targ(final observation) at a time-out (truncation) and at the window's end.
+//  3. Backward through time, t = H-1..0, per world: cotangent of the post-step state <- (future, unless the
+//     world ended at t) + reward_vjp + bootstrap (target critic input gradient -> nn_norm_backward ->
+//     observe_vjp); sim_control_step_backward -> pre-state cotangent and adj_ctrl; act_vjp -> dL/da_t;
+//     [∇Mimic (a): per-world clip]; actor backward (recomputed forward) -> parameter gradient (accumulated) and
+//     input gradient -> nn_norm_backward -> observe_vjp at the pre-state, added to the pre-state cotangent.
+//     Non-finite cotangents of a world are zeroed (counted in the metric nonfinite_grads).
+//  4. Actor update: Adam (shac.beta1/beta2, linear decay to 1e-5 over shac.lr_schedule_iterations, global norm
+//     clip shac.actor_grad_norm) on the BPTT gradient, or [∇Mimic (b)] on the target-action regression loss.
+//  5. Critic: TD(lambda) targets from the target critic (DiffRL's recursion, last step forced done),
+//     shac.critic_iterations passes x shac.critic_minibatches minibatches (no shuffle) of MSE with Adam and
+//     norm clip shac.critic_grad_norm; then target <- tau * target + (1 - tau) * critic (shac.target_tau).
 //
-// Plan (plugs into algo.h's AlgoOps like ppo.c):
-//  iterate:
-//   1. Rollout of h = algo.horizon steps from the carried state (gradient cut at the start): a = tanh(actor(
-//      norm(obs))) (+ Gaussian noise, rsample), with the normalizer frozen from the rollout's start; keep the
-//      per-step SimData states (world-major) and the policy activations for the backward pass.
-//   2. Actor loss -sum_i [sum_t gamma^t r_t + gamma^h V_targ(s_h)] / (h N); terms added at episode ends; V = 0 on
-//      termination / non-finite state; the pre-reset observation's value at time-outs.
-//   3. Backward through time: task reward_vjp/observe_vjp/act_vjp (envs/env.h) + engine step adjoint + actor
-//      backward; ∇Mimic: per-world action-gradient clip at k x batch median (nablamimic.action_grad_clip_k),
-//      target-action regression a* = a - eta * dL/da (nablamimic.target_action_step) and a policy EMA
-//      (nablamimic.policy_ema_decay, nn's Adam ema_decay).
-//   4. Actor Adam step (betas shac.beta1/beta2, linear LR decay to 1e-5 over shac.lr_schedule_iterations, grad
-//      norm clip shac.actor_grad_norm).
-//   5. TD(lambda) targets with the target critic (shac.py's recursion), critic_iterations x critic_minibatches
-//      MSE passes (no shuffle), grad clip shac.critic_grad_norm; target critic polyak with shac.target_tau.
-//  state: "shac/actor", "shac/critic", "shac/critic_target", Adam moments and steps, "shac/obs_norm/*",
-//         "shac/ema", RNG streams.
-// ============================================================================================================
+// ∇Mimic options (each off at 0; configs/cartpole_nablamimic.yaml turns them on):
+//  (a) nablamimic.action_grad_clip_k = k: at each step t, g_w = dL/da_t(w) is scaled to norm <= k * median_w
+//      ||g_w|| (the median over the N worlds of that step). The clipped gradient is what flows further back.
+//  (b) nablamimic.target_action_step = eta: target actions a*_t(w) = clamp(mu_t(w) - eta * g_w / (||g_w|| +
+//      1e-8), -1, 1), mu = tanh(actor) the deterministic action of the rollout and g_w the (clipped) gradient of
+//      the actor loss wrt a_t(w) (noise is additive, so dL/dmu = dL/da). The actor is then fitted to the fixed
+//      targets: SHAC_REGRESSION_STEPS Adam steps on 0.5 * mean over (t, w) of ||tanh(actor(x_t)) - a*||^2
+//      (full batch), instead of one step on the raw BPTT gradient. Worlds with g_w = 0 keep a* = mu.
+//  (c) nablamimic.policy_ema_decay = d: Adam keeps an EMA of the actor parameters after every actor step;
+//      evaluation (act_eval) and export ("shac/ema") use it.
+//
+// The engine adjoint differentiates the smooth dynamics only: constraint rows (cartpole's slider limit) are
+// held fixed, so the gradient is exact while the limit is inactive. Tasks with nq != nv (quaternions) would
+// need a qpos -> tangent map for observe/reward VJPs: create refuses them for now.
+//
+// Buffers are time-major, world-minor: (H, N, ...). Deterministic: fixed seeds, sequential loops, no threads.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "algo/algo.h"
+#include "nn/nn.h"
+#include "sim/sim_adjoint.h"
+
+#define SHAC_REGRESSION_STEPS 4  // Adam steps on the target-action regression per iteration (∇Mimic b)
+
+typedef struct {
+  Cfg c;
+  int N, O, A, H, nq, nv, nu, fs, nmb, mb;
+  int regress;        // ∇Mimic (b) on
+  double clip_k, eta, sigma;
+  const SimModel* m;  // the env's model
+  NnMlp *actor, *critic, *targ;  // targ: the target critic's parameters (and its input gradient)
+  NnNorm* norm;                  // NULL without obs normalization
+  NnAdam *adam_a, *adam_c;
+  NnAdamConfig acfg;  // the actor's (for the learning-rate metric)
+  int64_t na, nc;
+  uint64_t* act_rng;  // (N) exploration noise per world
+  SimData* vd;        // scratch worlds for the task VJPs (states loaded from the buffers)
+  // rollout (H, N, ...)
+  float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;
+  uint8_t *term, *trunc;
+  float *pre_q, *pre_v, *post_q, *post_v, *post_u;
+  // backward scratch
+  float *cq, *cv;               // (N, nv) carried cotangent of the pre-state of step t+1
+  float *du;                    // (N, nu) reward's ctrl cotangent
+  float *dact, *dx, *dobs;      // (N, A), (max, O), (max, O)
+  float* braw;                  // (max, O)
+  float *ga, *gsum;             // actor gradient accumulator (na)
+  float *bx, *by, *bdy;         // (max batch, ...) scratch
+  float *gtarget;               // (H, N, A) action gradients (∇Mimic b)
+  float *gnorm;                 // (N)
+  int* bidx;                    // (N)
+} Shac;
+
+static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
+                                       "value_mean", "action_grad_median", "action_grad_clip_fraction",
+                                       "loss_regression", "nonfinite_grads", "constraint_evals"};
+enum { M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_COUNT };
+
+static NnAct act_of(const char* s) {
+  if (!strcmp(s, "relu")) return NN_ACT_RELU;
+  if (!strcmp(s, "tanh")) return NN_ACT_TANH;
+  if (!strcmp(s, "silu")) return NN_ACT_SILU;
+  return NN_ACT_ELU;
+}
+
+static void net_config(NnConfig* n, const Cfg* c, const CfgIntList* hidden, int in, int out, NnAct out_act) {
+  memset(n, 0, sizeof(*n));
+  n->in_dim = in, n->out_dim = out;
+  n->n_hidden = hidden->n;
+  for (int i = 0; i < hidden->n; i++) n->hidden[i] = hidden->v[i];
+  n->act = act_of(c->policy_activation);
+  n->layer_norm = c->policy_layer_norm;
+  n->out_act = out_act;
+  n->out_scale = 1;
+}
+
+static uint64_t mix(uint64_t seed, uint64_t k) {
+  uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
+  return env_rng_next(&s);
+}
+
+static void shac_destroy(void* p) {
+  Shac* s = (Shac*)p;
+  if (!s) return;
+  nn_mlp_destroy(s->actor), nn_mlp_destroy(s->critic), nn_mlp_destroy(s->targ);
+  if (s->norm) nn_norm_destroy(s->norm);
+  nn_adam_destroy(s->adam_a), nn_adam_destroy(s->adam_c);
+  if (s->vd) sim_data_free(s->vd);
+  free(s->act_rng);
+  free(s->obs), free(s->nobs), free(s->mu), free(s->act), free(s->rew), free(s->nxt_obs), free(s->nxt_nobs), free(s->nxt_val);
+  free(s->coef_r), free(s->coef_v), free(s->du), free(s->braw);
+  free(s->tgt), free(s->term), free(s->trunc);
+  free(s->pre_q), free(s->pre_v), free(s->post_q), free(s->post_v), free(s->post_u);
+  free(s->cq), free(s->cv), free(s->dact), free(s->dx), free(s->dobs), free(s->ga), free(s->gsum);
+  free(s->bx), free(s->by), free(s->bdy), free(s->gtarget), free(s->gnorm), free(s->bidx);
+  free(s);
+}
+
+static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t errlen) {
+  *out = NULL;
+  Shac* s = (Shac*)calloc(1, sizeof(Shac));
+  if (!s) return -1;
+  s->c = *c;
+  s->m = env->m;
+  s->N = env->nworld, s->O = env->obs_dim, s->A = env->act_dim, s->H = (int)c->algo_horizon;
+  s->nq = env->m->nq, s->nv = env->m->nv, s->nu = env->m->nu, s->fs = env->task->info.frame_skip;
+  s->nmb = (int)c->shac_critic_minibatches;
+  s->clip_k = c->nablamimic_action_grad_clip_k, s->eta = c->nablamimic_target_action_step;
+  s->regress = s->eta > 0;
+  s->sigma = c->policy_init_noise_std;
+  int64_t HN = (int64_t)s->H * s->N;
+  if (s->nq != s->nv) {
+    snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
+    free(s);
+    return -1;
+  }
+  if (HN % s->nmb || HN > (1 << 28)) {
+    snprintf(err, errlen, "shac: horizon x num_envs (%lld) must be divisible by shac.critic_minibatches (%d)",
+             (long long)HN, s->nmb);
+    free(s);
+    return -1;
+  }
+  s->mb = (int)(HN / s->nmb);
+  if (env_enable_gradients(env, s->H * s->fs)) {
+    snprintf(err, errlen, "shac: cannot enable the engine's gradients");
+    free(s);
+    return -1;
+  }
+  int maxb = (int)HN;
+  NnConfig ac, cc;
+  net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_TANH);
+  net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
+  int rc = nn_mlp_create(&s->actor, &ac, maxb);
+  if (!rc) rc = nn_mlp_create(&s->critic, &cc, maxb);
+  if (!rc) rc = nn_mlp_create(&s->targ, &cc, maxb);
+  if (!rc && c->policy_obs_norm) rc = nn_norm_create(&s->norm, s->O, 1e-8, c->policy_obs_clip);
+  if (rc) {
+    snprintf(err, errlen, "shac: network setup failed: %s", nn_strerror(rc));
+    shac_destroy(s);
+    return -1;
+  }
+  uint64_t seed = (uint64_t)c->run_seed;
+  nn_mlp_init(s->actor, mix(seed, 1));
+  nn_mlp_init(s->critic, mix(seed, 2));
+  s->na = nn_mlp_param_count(s->actor), s->nc = nn_mlp_param_count(s->critic);
+  memcpy(nn_mlp_params(s->targ), nn_mlp_params(s->critic), sizeof(float) * (size_t)s->nc);
+  int linear = !strcmp(c->shac_lr_schedule, "linear");
+  int64_t iters = c->shac_lr_schedule_iterations;
+  NnAdamConfig aa;
+  memset(&aa, 0, sizeof(aa));
+  aa.lr = c->shac_actor_lr, aa.beta1 = c->shac_beta1, aa.beta2 = c->shac_beta2, aa.eps = 1e-8;
+  aa.max_grad_norm = c->shac_actor_grad_norm;
+  aa.schedule = linear ? NN_LR_LINEAR : NN_LR_CONSTANT, aa.lr_end = 1e-5;
+  aa.total_steps = iters * (s->regress ? SHAC_REGRESSION_STEPS : 1);
+  aa.ema_decay = c->nablamimic_policy_ema_decay;
+  s->acfg = aa;
+  NnAdamConfig ca = aa;
+  ca.lr = c->shac_critic_lr, ca.max_grad_norm = c->shac_critic_grad_norm, ca.ema_decay = 0;
+  ca.total_steps = iters * c->shac_critic_iterations * s->nmb;
+  rc = nn_adam_create(&s->adam_a, &aa, s->na, nn_mlp_params(s->actor));
+  if (!rc) rc = nn_adam_create(&s->adam_c, &ca, s->nc, nn_mlp_params(s->critic));
+  if (!rc && sim_data_create(env->m, s->N, &s->vd)) rc = NN_ENOMEM;
+  if (rc) {
+    snprintf(err, errlen, "shac: setup failed: %s", nn_strerror(rc));
+    shac_destroy(s);
+    return -1;
+  }
+  size_t N = (size_t)s->N, O = (size_t)s->O, A = (size_t)s->A, hn = (size_t)HN;
+  size_t nq = (size_t)s->nq, nv = (size_t)s->nv, nu = (size_t)(s->nu ? s->nu : 1);
+  size_t mx = hn > N ? hn : N;
+#define ALLOC(p, type, n) (p = (type*)calloc((n), sizeof(type)), ok = ok && p)
+  int ok = 1;
+  ALLOC(s->act_rng, uint64_t, N);
+  ALLOC(s->obs, float, hn * O), ALLOC(s->nobs, float, hn * O), ALLOC(s->mu, float, hn * A);
+  ALLOC(s->act, float, hn * A), ALLOC(s->rew, float, hn), ALLOC(s->nxt_obs, float, hn * O);
+  ALLOC(s->nxt_val, float, hn), ALLOC(s->tgt, float, hn), ALLOC(s->term, uint8_t, hn);
+  ALLOC(s->trunc, uint8_t, hn);
+  ALLOC(s->pre_q, float, hn * nq), ALLOC(s->pre_v, float, hn * nv);
+  ALLOC(s->nxt_nobs, float, hn * O), ALLOC(s->coef_r, float, hn), ALLOC(s->coef_v, float, hn);
+  ALLOC(s->du, float, N * nu), ALLOC(s->braw, float, mx * O);
+  ALLOC(s->post_q, float, hn * nq), ALLOC(s->post_v, float, hn * nv), ALLOC(s->post_u, float, hn * nu);
+  ALLOC(s->cq, float, N * nv), ALLOC(s->cv, float, N * nv);
+  ALLOC(s->dact, float, N * A), ALLOC(s->dx, float, mx * O), ALLOC(s->dobs, float, mx * O);
+  ALLOC(s->ga, float, (size_t)s->na), ALLOC(s->gsum, float, (size_t)s->na);
+  ALLOC(s->bx, float, mx * O), ALLOC(s->by, float, mx * (A > 1 ? A : 1)), ALLOC(s->bdy, float, mx * (A > 1 ? A : 1));
+  ALLOC(s->gtarget, float, hn * A), ALLOC(s->gnorm, float, N), ALLOC(s->bidx, int, N);
+#undef ALLOC
+  if (!ok) {
+    snprintf(err, errlen, "shac: out of memory");
+    shac_destroy(s);
+    return -1;
+  }
+  for (int w = 0; w < s->N; w++) s->act_rng[w] = mix(mix(seed, 4), (uint64_t)w);
+  *out = s;
+  return 0;
+}
+
+static void normalize(const Shac* s, const float* x, int n, float* y) {
+  if (s->norm) nn_norm_apply(s->norm, x, n, y);
+  else memcpy(y, x, sizeof(float) * (size_t)n * (size_t)s->O);
+}
+static void normalize_backward(const Shac* s, const float* x, const float* dy, int n, float* dx) {
+  if (s->norm) nn_norm_backward(s->norm, x, dy, n, dx);
+  else memcpy(dx, dy, sizeof(float) * (size_t)n * (size_t)s->O);
+}
+
+
+// the scratch worlds at a stored state: q (N, nq), v (N, nv), u (N, nu)
+static void load_states(Shac* s, const float* q, const float* v, const float* u) {
+  size_t N = (size_t)s->N;
+  memcpy(s->vd->qpos, q, sizeof(float) * N * (size_t)s->nq);
+  memcpy(s->vd->qvel, v, sizeof(float) * N * (size_t)s->nv);
+  if (s->nu) memcpy(s->vd->ctrl, u, sizeof(float) * N * (size_t)s->nu);
+}
+
+static int finite_all(const float* x, int n) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(x[i])) return 0;
+  return 1;
+}
+
+static int cmp_float(const void* a, const void* b) {
+  float x = *(const float*)a, y = *(const float*)b;
+  return (x > y) - (x < y);
+}
+
+static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+  Shac* s = (Shac*)p;
+  const SimModel* m = s->m;
+  const EnvTask* tk = env->task;
+  int N = s->N, O = s->O, A = s->A, H = s->H, nq = s->nq, nv = s->nv, nu = s->nu;
+  int nub = nu ? nu : 1;
+  size_t HN = (size_t)H * N;
+  double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
+  float* actor_p = nn_mlp_params(s->actor);
+  double t0 = algo_now();
+  for (int k = 0; k < M_COUNT; k++) metrics[k] = 0;
+  if (s->norm && nn_norm_count(s->norm) == 0) nn_norm_update(s->norm, env->obs, N);  // first iteration
+  long long constr0 = 0;
+  for (int w = 0; w < N; w++) constr0 += env->d->adj_nconstraint[w];
+
+  // ---- 1. rollout (tape on) ----
+  sim_tape_clear(m, env->d);
+  tm->networks += algo_now() - t0;
+  for (int t = 0; t < H; t++) {
+    size_t base = (size_t)t * N;
+    t0 = algo_now();
+    float* ob = s->obs + base * O;
+    float* nob = s->nobs + base * O;
+    float* mu = s->mu + base * A;
+    float* ac = s->act + base * A;
+    memcpy(ob, env->obs, sizeof(float) * N * O);
+    normalize(s, ob, N, nob);
+    nn_mlp_infer(s->actor, actor_p, nob, N, mu);
+    for (size_t i = 0; i < (size_t)N * A; i++) ac[i] = mu[i];
+    if (s->sigma > 0)
+      for (int w = 0; w < N; w++)
+        for (int j = 0; j < A; j++) ac[(size_t)w * A + j] += (float)(s->sigma * env_rng_normal(&s->act_rng[w]));
+    memcpy(s->pre_q + base * nq, env->d->qpos, sizeof(float) * N * nq);
+    memcpy(s->pre_v + base * nv, env->d->qvel, sizeof(float) * N * nv);
+    tm->networks += algo_now() - t0;
+    t0 = algo_now();
+    env->record = 1;
+    env_step(env, ac);
+    env->record = 0;
+    tm->sim += algo_now() - t0;
+    t0 = algo_now();
+    for (int w = 0; w < N; w++) {
+      size_t i = base + w;
+      s->rew[i] = env->reward[w];
+      s->term[i] = env->terminated[w], s->trunc[i] = env->truncated[w];
+      int done = s->term[i] | s->trunc[i];
+      memcpy(s->post_q + i * nq, done ? env->final_qpos + (size_t)w * nq : env->d->qpos + (size_t)w * nq,
+             sizeof(float) * nq);
+      memcpy(s->post_v + i * nv, done ? env->final_qvel + (size_t)w * nv : env->d->qvel + (size_t)w * nv,
+             sizeof(float) * nv);
+      if (nu)
+        memcpy(s->post_u + i * nub, done ? env->final_ctrl + (size_t)w * nu : env->d->ctrl + (size_t)w * nu,
+               sizeof(float) * nu);
+      memcpy(s->nxt_obs + i * O, done ? env->final_obs + (size_t)w * O : env->obs + (size_t)w * O,
+             sizeof(float) * O);
+    }
+    tm->sim += algo_now() - t0;
+  }
+
+  // ---- 2. values of the next states, loss coefficients ----
+  t0 = algo_now();
+  normalize(s, s->nxt_obs, (int)HN, s->nxt_nobs);
+  nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->nxt_nobs, (int)HN, s->nxt_val);
+  for (size_t i = 0; i < HN; i++)
+    if (s->term[i]) s->nxt_val[i] = 0;
+  double loss = 0, inv = 1.0 / (double)HN;
+  for (int w = 0; w < N; w++) {
+    double g = 1;
+    for (int t = 0; t < H; t++) {
+      size_t i = (size_t)t * N + w;
+      int done = s->term[i] | s->trunc[i];
+      s->coef_r[i] = (float)(-g * inv);
+      loss += -g * inv * s->rew[i];
+      s->coef_v[i] = 0;
+      if ((done || t == H - 1) && !s->term[i]) {
+        s->coef_v[i] = (float)(-g * gamma * inv);
+        loss += -g * gamma * inv * s->nxt_val[i];
+      }
+      g *= gamma;
+      if (done) g = 1;
+    }
+  }
+  metrics[M_ACTOR] = loss;
+  tm->networks += algo_now() - t0;
+
+  // ---- 3. backward through time ----
+  t0 = algo_now();
+  memset(s->cq, 0, sizeof(float) * N * nv);
+  memset(s->cv, 0, sizeof(float) * N * nv);
+  memset(s->gsum, 0, sizeof(float) * (size_t)s->na);
+  int nonfinite = 0;
+  double agmed = 0, agclip = 0;
+  float* adj_q = env->d->adj_qpos;
+  float* adj_v = env->d->adj_qvel;
+  for (int t = H - 1; t >= 0; t--) {
+    size_t base = (size_t)t * N;
+    const float* ac = s->act + base * A;
+    // cotangent of the post-step state: the future (unless the world ended here) ...
+    for (int w = 0; w < N; w++) {
+      int done = s->term[base + w] | s->trunc[base + w];
+      for (int k = 0; k < nv; k++) {
+        adj_q[(size_t)w * nv + k] = done ? 0 : s->cq[(size_t)w * nv + k];
+        adj_v[(size_t)w * nv + k] = done ? 0 : s->cv[(size_t)w * nv + k];
+      }
+    }
+    // ... + the reward ...
+    load_states(s, s->post_q + base * nq, s->post_v + base * nv, s->post_u + base * nub);
+    memset(s->du, 0, sizeof(float) * N * nub);
+    for (int w = 0; w < N; w++)
+      tk->reward_vjp(m, s->vd, w, ac + (size_t)w * A, s->coef_r[base + w], adj_q + (size_t)w * nv,
+                     adj_v + (size_t)w * nv, s->du + (size_t)w * nub);
+    // ... + the bootstrap value (target critic -> normalizer -> observation)
+    int nb = 0;
+    for (int w = 0; w < N; w++)
+      if (s->coef_v[base + w] != 0) {
+        memcpy(s->bx + (size_t)nb * O, s->nxt_nobs + (base + w) * O, sizeof(float) * O);
+        memcpy(s->braw + (size_t)nb * O, s->nxt_obs + (base + w) * O, sizeof(float) * O);
+        s->bdy[nb] = s->coef_v[base + w];
+        s->bidx[nb++] = w;
+      }
+    if (nb) {
+      nn_mlp_forward(s->targ, s->bx, nb, s->by);
+      nn_mlp_backward(s->targ, s->bdy, s->dx);
+      normalize_backward(s, s->braw, s->dx, nb, s->dobs);
+      for (int k = 0; k < nb; k++) {
+        int w = s->bidx[k];
+        tk->observe_vjp(m, s->vd, w, s->dobs + (size_t)k * O, adj_q + (size_t)w * nv, adj_v + (size_t)w * nv);
+      }
+    }
+    // the step: post-state cotangent -> pre-state cotangent and ctrl cotangent
+    sim_control_step_backward(m, env->d, s->fs);
+    // the action: ctrl -> action (the ctrl of step t, at the pre-step state)
+    load_states(s, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub);
+    for (int w = 0; w < N; w++) {
+      float* du = s->du + (size_t)w * nub;
+      for (int k = 0; k < nu; k++) du[k] += env->d->adj_ctrl[(size_t)w * nu + k];
+      float* da = s->dact + (size_t)w * A;
+      for (int j = 0; j < A; j++) da[j] = 0;
+      tk->act_vjp(m, s->vd, w, ac + (size_t)w * A, du, da);
+      if (!finite_all(da, A) || !finite_all(adj_q + (size_t)w * nv, nv) || !finite_all(adj_v + (size_t)w * nv, nv)) {
+        nonfinite++;
+        for (int j = 0; j < A; j++) da[j] = 0;
+        for (int k = 0; k < nv; k++) adj_q[(size_t)w * nv + k] = 0, adj_v[(size_t)w * nv + k] = 0;
+      }
+      double n2 = 0;
+      for (int j = 0; j < A; j++) n2 += (double)da[j] * da[j];
+      s->gnorm[w] = (float)sqrt(n2);
+    }
+    // ∇Mimic (a): per-world clip at k x the median norm over the worlds of this step
+    memcpy(s->by, s->gnorm, sizeof(float) * N);
+    qsort(s->by, (size_t)N, sizeof(float), cmp_float);
+    double med = (N % 2) ? s->by[N / 2] : 0.5 * ((double)s->by[N / 2 - 1] + s->by[N / 2]);
+    agmed += med;
+    if (s->clip_k > 0) {
+      double lim = s->clip_k * med;
+      for (int w = 0; w < N; w++)
+        if (s->gnorm[w] > lim) {
+          float sc = (float)(lim / s->gnorm[w]);
+          for (int j = 0; j < A; j++) s->dact[(size_t)w * A + j] *= sc;
+          s->gnorm[w] = (float)lim;
+          agclip += 1;
+        }
+    }
+    memcpy(s->gtarget + base * A, s->dact, sizeof(float) * N * A);
+    // the policy: recomputed forward, backward with the input gradient
+    nn_mlp_forward(s->actor, s->nobs + base * O, N, s->by);
+    nn_mlp_backward(s->actor, s->dact, s->dx);
+    if (!s->regress) {
+      const float* g = nn_mlp_grads(s->actor);
+      for (int64_t i = 0; i < s->na; i++) s->gsum[i] += g[i];
+    }
+    normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs);
+    memcpy(s->cq, adj_q, sizeof(float) * N * nv);
+    memcpy(s->cv, adj_v, sizeof(float) * N * nv);
+    for (int w = 0; w < N; w++)
+      tk->observe_vjp(m, s->vd, w, s->dobs + (size_t)w * O, s->cq + (size_t)w * nv, s->cv + (size_t)w * nv);
+  }
+  metrics[M_AGMED] = agmed / H;
+  metrics[M_AGCLIP] = agclip / (double)HN;
+  metrics[M_NONFINITE] = nonfinite;
+  long long constr1 = 0;
+  for (int w = 0; w < N; w++) constr1 += env->d->adj_nconstraint[w];
+  metrics[M_CONSTR] = (double)(constr1 - constr0);
+  tm->backward += algo_now() - t0;
+
+  // ---- 4. actor update ----
+  t0 = algo_now();
+  if (!s->regress) {
+    nn_adam_step(s->adam_a, actor_p, s->gsum);
+    metrics[M_GRADNORM] = nn_adam_last_grad_norm(s->adam_a);
+  } else {
+    // ∇Mimic (b): fixed targets a* = clamp(mu - eta * g / |g|, -1, 1), then regression steps
+    float* tg = s->gtarget;  // overwritten with the targets
+    for (size_t i = 0; i < HN; i++) {
+      float* g = tg + i * A;
+      const float* mu = s->mu + i * A;
+      double n2 = 0;
+      for (int j = 0; j < A; j++) n2 += (double)g[j] * g[j];
+      double sc = n2 > 0 ? s->eta / (sqrt(n2) + 1e-8) : 0;
+      for (int j = 0; j < A; j++) {
+        double a = (double)mu[j] - sc * (double)g[j];
+        g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
+      }
+    }
+    float* y = s->mu;  // the rollout means are no longer needed
+    double gn = 0;
+    for (int k = 0; k < SHAC_REGRESSION_STEPS; k++) {
+      nn_mlp_forward(s->actor, s->nobs, (int)HN, y);
+      double l = 0;
+      for (size_t i = 0; i < HN * (size_t)A; i++) {
+        double e = (double)y[i] - (double)tg[i];
+        l += 0.5 * e * e;
+        y[i] = (float)(e / (double)HN);
+      }
+      if (k == 0) metrics[M_REG] = l / (double)HN;
+      nn_mlp_backward(s->actor, y, NULL);
+      nn_adam_step(s->adam_a, actor_p, nn_mlp_grads(s->actor));
+      gn += nn_adam_last_grad_norm(s->adam_a);
+    }
+    metrics[M_GRADNORM] = gn / SHAC_REGRESSION_STEPS;
+  }
+  metrics[M_LR] = nn_adam_lr(&s->acfg, nn_adam_steps(s->adam_a));
+  tm->networks += algo_now() - t0;
+
+  // ---- 5. critic: TD(lambda) targets, minibatch passes, target update ----
+  t0 = algo_now();
+  double vsum = 0;
+  for (int w = 0; w < N; w++) {
+    double Ai = 0, Bi = 0, lm = 1;
+    for (int t = H - 1; t >= 0; t--) {
+      size_t i = (size_t)t * N + w;
+      double d = (s->term[i] | s->trunc[i] | (t == H - 1)) ? 1 : 0;
+      double r = s->rew[i], v = s->nxt_val[i];
+      lm = lm * lam * (1 - d) + d;
+      if (lam < 1) Ai = (1 - d) * (lam * gamma * Ai + gamma * v + (1 - lm) / (1 - lam) * r);
+      Bi = gamma * (v * d + Bi * (1 - d)) + r;
+      s->tgt[i] = (float)(lam < 1 ? (1 - lam) * Ai + lm * Bi : Bi);
+      vsum += s->tgt[i];
+    }
+  }
+  metrics[M_VALUE] = vsum / (double)HN;
+  float* cp = nn_mlp_params(s->critic);
+  double closs = 0;
+  int mb = s->mb;
+  for (int it = 0; it < s->c.shac_critic_iterations; it++) {
+    double l = 0;
+    for (int b = 0; b < s->nmb; b++) {
+      size_t off = (size_t)b * mb;
+      nn_mlp_forward(s->critic, s->nobs + off * O, mb, s->by);
+      for (int k = 0; k < mb; k++) {
+        double e = (double)s->by[k] - (double)s->tgt[off + k];
+        l += e * e;
+        s->bdy[k] = (float)(2 * e / mb);
+      }
+      nn_mlp_backward(s->critic, s->bdy, NULL);
+      nn_adam_step(s->adam_c, cp, nn_mlp_grads(s->critic));
+    }
+    closs = l / (double)HN;
+  }
+  metrics[M_CRITIC] = closs;
+  float* tp = nn_mlp_params(s->targ);
+  float tau = (float)s->c.shac_target_tau;
+  for (int64_t i = 0; i < s->nc; i++) tp[i] = tau * tp[i] + (1 - tau) * cp[i];
+  // normalizer: the rollout's observations (frozen during the iteration, as DiffRL)
+  if (s->norm) nn_norm_update(s->norm, s->obs, (int)HN);
+  tm->networks += algo_now() - t0;
+  return 0;
+}
+
+static int shac_state(void* p, CkTensor* t, int max, int policy_only) {
+  Shac* s = (Shac*)p;
+  int n = 0;
+  n = ckpt_add(t, n, max, "shac/actor", CK_F32, nn_mlp_params(s->actor), s->na, 0);
+  if (s->norm) {
+    NnTensorRef r[3];
+    nn_norm_state(s->norm, r, 3);
+    n = ckpt_add(t, n, max, "shac/obs_norm/count", CK_F64, r[0].data, 1, 0);
+    n = ckpt_add(t, n, max, "shac/obs_norm/mean", CK_F64, r[1].data, s->O, 0);
+    n = ckpt_add(t, n, max, "shac/obs_norm/m2", CK_F64, r[2].data, s->O, 0);
+  }
+  if (nn_adam_ema(s->adam_a)) n = ckpt_add(t, n, max, "shac/ema", CK_F32, nn_adam_ema(s->adam_a), s->na, 0);
+  if (policy_only) return n;
+  NnTensorRef r[4];
+  n = ckpt_add(t, n, max, "shac/critic", CK_F32, nn_mlp_params(s->critic), s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/critic_target", CK_F32, nn_mlp_params(s->targ), s->nc, 0);
+  nn_adam_state(s->adam_a, r, 4);
+  n = ckpt_add(t, n, max, "shac/adam_actor/m", CK_F32, r[0].data, s->na, 0);
+  n = ckpt_add(t, n, max, "shac/adam_actor/v", CK_F32, r[1].data, s->na, 0);
+  n = ckpt_add(t, n, max, "shac/adam_actor/step", CK_I64, r[2].data, 1, 0);
+  nn_adam_state(s->adam_c, r, 4);
+  n = ckpt_add(t, n, max, "shac/adam_critic/m", CK_F32, r[0].data, s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/adam_critic/v", CK_F32, r[1].data, s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/adam_critic/step", CK_I64, r[2].data, 1, 0);
+  n = ckpt_add(t, n, max, "shac/action_rng", CK_I64, s->act_rng, s->N, 0);
+  return n;
+}
+
+// deterministic action tanh(actor(norm(obs))), with the EMA parameters when ∇Mimic (c) is on
+static int shac_act_eval(void* p, const float* obs, int n, float* act) {
+  Shac* s = (Shac*)p;
+  if (n > s->N) return -1;
+  normalize(s, obs, n, s->bx);
+  float* ema = nn_adam_ema(s->adam_a);
+  return nn_mlp_infer(s->actor, ema ? ema : nn_mlp_params(s->actor), s->bx, n, act);
+}
+
+const AlgoOps algo_shac = {"shac", shac_create, shac_destroy, shac_iterate, shac_state, shac_act_eval, kMetrics,
+                           M_COUNT};
