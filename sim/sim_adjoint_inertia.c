@@ -33,40 +33,60 @@ SIM_FN void simu_adj_mulInertVec(sim_real ibar[10], const sim_real ubar[6], cons
   ibar[9] += ubar[3] * v[3] + ubar[4] * v[4] + ubar[5] * v[5];
 }
 
-// crb VJP: adj_M -> adj_cdof, adj_crb -> adj_cinert (accumulated). Serial on lane 0 (shared cdof rows).
+// crb VJP: adj_M -> adj_cdof, adj_crb -> adj_cinert (accumulated). M(i,j) = cdof_j' buf_i with
+// buf_i = crb_body(i) cdof_i, j ancestor-or-self of i. Lane-parallel in three gathers (no shared writes):
+// rows i (buf, buf-bar), columns j (cdof_j-bar from the rows below j), bodies (crb-bar from their dofs).
 SIM_FN void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* crbbar = d->adj_crb;
+  sim_real* buf = d->adj_buf6;              // (nv, 6)
+  sim_real* bufbar = d->adj_buf6 + 6 * m->nv;  // (nv, 6)
+  int nv = m->nv;
   for (int k = lane; k < 10 * m->nbody; k += nlane) crbbar[k] = 0;
-  SIM_SYNC();
-  if (lane == 0) {
-    for (int i = 0; i < m->nv; i++) {
-      int adr = m->M_rowadr[i];
-      int Madr_ij = adr + m->M_rownnz[i] - 1;
-      const sim_real* crb = d->crb + 10 * m->dof_bodyid[i];
-      sim_real buf[6], bufbar[6] = {0, 0, 0, 0, 0, 0};
-      simu_mulInertVec(buf, crb, d->cdof + 6 * i);
-      for (int j = i; j >= 0; j = m->dof_parentid[j]) {
-        sim_real mb = d->adj_M[Madr_ij--];
-        for (int e = 0; e < 6; e++) {
-          d->adj_cdof[6 * j + e] += mb * buf[e];
-          bufbar[e] += mb * d->cdof[6 * j + e];
-        }
-      }
-      sim_real t[6];
-      simu_mulInertVec(t, crb, bufbar);  // the inertia operator is symmetric
-      for (int e = 0; e < 6; e++) d->adj_cdof[6 * i + e] += t[e];
-      simu_adj_mulInertVec(crbbar + 10 * m->dof_bodyid[i], bufbar, d->cdof + 6 * i);
+  for (int i = lane; i < nv; i += nlane) {
+    int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
+    simu_mulInertVec(buf + 6 * i, d->crb + 10 * m->dof_bodyid[i], d->cdof + 6 * i);
+    sim_real* bb = bufbar + 6 * i;
+    for (int e = 0; e < 6; e++) bb[e] = 0;
+    for (int k = diag; k >= adr; k--) {  // entries (i, j), j = colind[k]
+      sim_real mb = d->adj_M[k];
+      const sim_real* cj = d->cdof + 6 * m->M_colind[k];
+      for (int e = 0; e < 6; e++) bb[e] += mb * cj[e];
     }
-    // crb_p = sum of cinert over p's subtree (world excluded): push down the tree
-    for (int l = 1; l < m->nlevel; l++) {
-      for (int k = 0; k < m->level_num[l]; k++) {
-        int i = m->level_body[m->level_adr[l] + k];
-        int p = m->body_parentid[i];
-        if (p > 0)
-          for (int e = 0; e < 10; e++) crbbar[10 * i + e] += crbbar[10 * p + e];
-        for (int e = 0; e < 10; e++) d->adj_cinert[10 * i + e] += crbbar[10 * i + e];
+  }
+  SIM_SYNC();
+  // cdof_j-bar += sum over rows i >= j holding column j of M-bar(i,j) buf_i
+  for (int j = lane; j < nv; j += nlane) {
+    for (int i = j; i < nv; i++) {
+      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
+      for (int k = adr; k <= diag; k++) {
+        if (m->M_colind[k] != j) continue;
+        for (int e = 0; e < 6; e++) d->adj_cdof[6 * j + e] += d->adj_M[k] * buf[6 * i + e];
+        break;
       }
     }
   }
   SIM_SYNC();
+  // buf_i = crb cdof_i: cdof_i-bar += crb bufbar_i (the inertia operator is symmetric), crb-bar per body
+  for (int b = 1 + lane; b < m->nbody; b += nlane) {
+    const sim_real* crb = d->crb + 10 * b;
+    for (int i = m->body_dofadr[b]; i < m->body_dofadr[b] + m->body_dofnum[b]; i++) {
+      sim_real t[6];
+      simu_mulInertVec(t, crb, bufbar + 6 * i);
+      for (int e = 0; e < 6; e++) d->adj_cdof[6 * i + e] += t[e];
+      simu_adj_mulInertVec(crbbar + 10 * b, bufbar + 6 * i, d->cdof + 6 * i);
+    }
+  }
+  SIM_SYNC();
+  // crb_p = sum of cinert over p's subtree (world excluded): push the cotangent down, parents first
+  for (int l = 1; l < m->nlevel; l++) {
+    int adr = m->level_adr[l], num = m->level_num[l];
+    for (int k = lane; k < num; k += nlane) {
+      int i = m->level_body[adr + k];
+      int p = m->body_parentid[i];
+      if (p > 0)
+        for (int e = 0; e < 10; e++) crbbar[10 * i + e] += crbbar[10 * p + e];
+      for (int e = 0; e < 10; e++) d->adj_cinert[10 * i + e] += crbbar[10 * i + e];
+    }
+    SIM_SYNC();
+  }
 }
