@@ -249,14 +249,15 @@ static int cmp_float(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
-  Shac* s = (Shac*)p;
+// Steps 1-3: rollout from the carried state, actor loss (returned) and its gradient: s->gsum (BPTT, unless the
+// target-action regression is on), s->gtarget (dL/da per step and world, clipped), s->mu, s->nobs, s->tgt inputs.
+static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   const SimModel* m = s->m;
   const EnvTask* tk = env->task;
   int N = s->N, O = s->O, A = s->A, H = s->H, nq = s->nq, nv = s->nv, nu = s->nu;
   int nub = nu ? nu : 1;
   size_t HN = (size_t)H * N;
-  double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
+  double gamma = s->c.algo_gamma;
   float* actor_p = nn_mlp_params(s->actor);
   double t0 = algo_now();
   for (int k = 0; k < M_COUNT; k++) metrics[k] = 0;
@@ -433,6 +434,18 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
   for (int w = 0; w < N; w++) constr1 += env->d->adj_nconstraint[w];
   metrics[M_CONSTR] = (double)(constr1 - constr0);
   tm->backward += algo_now() - t0;
+
+  return loss;
+}
+
+static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+  Shac* s = (Shac*)p;
+  int N = s->N, O = s->O, A = s->A, H = s->H;
+  size_t HN = (size_t)H * N;
+  double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
+  float* actor_p = nn_mlp_params(s->actor);
+  shac_rollout_grad(s, env, metrics, tm);
+  double t0;
 
   // ---- 4. actor update ----
   t0 = algo_now();
