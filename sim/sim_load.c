@@ -182,6 +182,7 @@ int sim_check_model(const void* mjmodel, char* out, size_t outlen) {
   if (m->opt.noslip_iterations > 0) add(&msg, "option noslip_iterations: noslip not supported\n");
   if (m->opt.enableflags & mjENBL_OVERRIDE) add(&msg, "option flag override not supported\n");
   if (m->opt.enableflags & mjENBL_SLEEP) add(&msg, "option flag sleep not supported\n");
+  if (m->opt.enableflags & mjENBL_DIAGEXACT) add(&msg, "option flag diagexact not supported\n");
   // sensors are accepted; the engine does not compute them (callers note this once on stderr)
   return msg.count;
 }
