@@ -16,7 +16,8 @@
 #endif
 
 static const char* kUsage =
-    "usage: adjoint bench sim MODEL.xml [--nworld N] [--steps S] [--threads T] [--no-constraint] [--no-contact]\n"
+    "usage: adjoint bench sim MODEL.xml [--nworld N] [--steps S] [--threads T] [--nconmax C] [--no-constraint]\n"
+    "                       [--no-contact]\n"
     "Physics steps/s: our CUDA backend (float32, CUDA events, median of 5 after warm-up) and MuJoCo C\n"
     "(float64, one mjData per world, T threads; default all cores).\n";
 
@@ -59,6 +60,10 @@ int bench_sim_main(int argc, char** argv) {
       if (cli_int(argc, argv, &i, 1, 1 << 20, &nstep)) return 2;
     } else if (!strcmp(argv[i], "--threads")) {
       if (cli_int(argc, argv, &i, 1, 4096, &nthread)) return 2;
+    } else if (!strcmp(argv[i], "--nconmax")) {
+      int c;
+      if (cli_int(argc, argv, &i, 1, 1 << 20, &c)) return 2;
+      sim_collision_nconmax_override = c;
     } else if (!strcmp(argv[i], "--no-constraint")) {
       opt.disable_add |= mjDSBL_CONSTRAINT;
     } else if (!strcmp(argv[i], "--no-contact")) {
@@ -81,7 +86,8 @@ int bench_sim_main(int argc, char** argv) {
     return 2;
   }
   const mjModel* mm = (const mjModel*)mjv;
-  printf("model %s  nv %d  nworld %d  steps %d\n", model, (int)mm->nv, nworld, nstep);
+  printf("model %s  nv %d  nworld %d  steps %d  constraints %s\n", model, (int)mm->nv, nworld, nstep,
+         (mm->opt.disableflags & mjDSBL_CONSTRAINT) ? "off" : (mm->opt.disableflags & mjDSBL_CONTACT) ? "no contacts" : "on");
 #if defined(ADJ_HAVE_CUDA)
   SimModel* m = NULL;
   SimData* d = NULL;
@@ -97,7 +103,8 @@ int bench_sim_main(int argc, char** argv) {
       fprintf(stderr, "adjoint bench sim: CUDA: %s\n", simcuda_last_error());
       return 1;
     }
-    printf("ours (CUDA float32, 1 warp/world):  %.4f ms/step  %.3e steps/s\n", ms, nworld / (ms * 1e-3));
+    printf("ours (CUDA float32, 1 warp/world, nconmax %d):  %.4f ms/step  %.3e steps/s\n", m->nconmax, ms,
+           nworld / (ms * 1e-3));
     simcuda_free(g);
     sim_data_free(d);
   } else {
