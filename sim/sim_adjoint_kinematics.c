@@ -163,14 +163,17 @@ SIM_FN void simu_adj_inertCom(const sim_real rbar[10], const sim_real inert[3], 
   }
 }
 
-// comPos VJP: adj_cinert, adj_cdof, adj_subtree_com -> adj_ximat, adj_xipos, adj_xmat, adj_xaxis, adj_xanchor (accumulated)
-// through subtree_com. Serial on lane 0: several bodies write the same root's subtree_com cotangent.
+// comPos VJP: adj_cinert, adj_cdof, adj_subtree_com -> adj_ximat, adj_xipos, adj_xmat, adj_xaxis, adj_xanchor
+// (accumulated) through subtree_com; body_mass hook. Lane-parallel: per body (its joints' cdof and its
+// cinert), then per root (gather of the subtree_com cotangents), then down the tree level by level.
 SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nbody = m->nbody;
   sim_real* cbar = d->adj_subtree_com;  // zeroed per evaluation; the constraint adjoint may add to it
-  if (lane == 0) {
-    for (int j = 0; j < m->njnt; j++) {
-      int i = m->jnt_bodyid[j], root = m->body_rootid[i];
+  sim_real* O = d->adj_buf6;            // (njnt, 3) cotangent of each joint's offset com_root - xanchor
+  sim_real* D = d->adj_wrench;          // (nbody, 6): [0] T (below), [3:6] cotangent of xipos - com_root
+  for (int i = 1 + lane; i < nbody; i += nlane) {
+    for (int j = m->body_jntadr[i]; j < m->body_jntadr[i] + m->body_jntnum[i]; j++) {
+      int root = m->body_rootid[i];
       const sim_real* cdof = d->cdof + 6 * m->jnt_dofadr[j];
       const sim_real* cdbar = d->adj_cdof + 6 * m->jnt_dofadr[j];
       sim_real off[3], offbar[3] = {0, 0, 0}, t[3];
@@ -203,42 +206,49 @@ SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) 
           simu_add3(offbar, offbar, t);
         }
       }
-      simu_add3(cbar + 3 * root, cbar + 3 * root, offbar);
+      simu_copy3(O + 3 * j, offbar);
       simu_sub3(d->adj_xanchor + 3 * j, d->adj_xanchor + 3 * j, offbar);
     }
-    for (int i = 1; i < nbody; i++) {
-      int root = m->body_rootid[i];
-      sim_real dif[3], difbar[3] = {0, 0, 0};
-      simu_sub3(dif, d->xipos + 3 * i, d->subtree_com + 3 * root);
-      simu_adj_inertCom(d->adj_cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, dif, m->body_mass[i],
-                        d->adj_ximat + 9 * i, difbar, d->adj_body_mass + i);
-      simu_add3(d->adj_xipos + 3 * i, d->adj_xipos + 3 * i, difbar);
-      simu_sub3(cbar + 3 * root, cbar + 3 * root, difbar);
+    sim_real dif[3], difbar[3] = {0, 0, 0};
+    simu_sub3(dif, d->xipos + 3 * i, d->subtree_com + 3 * m->body_rootid[i]);
+    simu_adj_inertCom(d->adj_cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, dif, m->body_mass[i],
+                      d->adj_ximat + 9 * i, difbar, d->adj_body_mass + i);
+    simu_add3(d->adj_xipos + 3 * i, d->adj_xipos + 3 * i, difbar);
+    simu_copy3(D + 6 * i + 3, difbar);
+  }
+  SIM_SYNC();
+  // gather into each root's subtree_com cotangent, then scale: subtree_com_p = sum m_k xipos_k / M_p
+  for (int p = lane; p < nbody; p += nlane) {
+    if (p > 0 && m->body_rootid[p] == p) {
+      for (int j = 0; j < m->njnt; j++)
+        if (m->body_rootid[m->jnt_bodyid[j]] == p) simu_add3(cbar + 3 * p, cbar + 3 * p, O + 3 * j);
+      for (int i = 1; i < nbody; i++)
+        if (m->body_rootid[i] == p) simu_sub3(cbar + 3 * p, cbar + 3 * p, D + 6 * i + 3);
     }
-    // subtree_com_p = sum_{k in subtree(p)} mass_k xipos_k / subtreemass_p: push down the tree
-    for (int i = 0; i < nbody; i++) {
-      if (m->body_subtreemass[i] < SIM_MINVAL) {
-        simu_add3(d->adj_xipos + 3 * i, d->adj_xipos + 3 * i, cbar + 3 * i);
-        simu_zero3(cbar + 3 * i);
-      } else {
-        simu_scl3(cbar + 3 * i, cbar + 3 * i, 1 / m->body_subtreemass[i]);
-      }
-    }
-    // cumulative T_i = sum over ancestors-or-self p of cbar_p . subtree_com_p (mass hook: d com_p / d m_k =
-    // (xipos_k - com_p) / subtreemass_p); T kept in adj_wrench[6 i] (scratch until the kinematics VJP)
-    sim_real* T = d->adj_wrench;
-    T[0] = simu_dot3(cbar, d->subtree_com);
-    for (int l = 1; l < m->nlevel; l++) {
-      for (int k = 0; k < m->level_num[l]; k++) {
-        int i = m->level_body[m->level_adr[l] + k], p = m->body_parentid[i];
-        T[6 * i] = T[6 * p] + simu_dot3(cbar + 3 * i, d->subtree_com + 3 * i);
-        simu_add3(cbar + 3 * i, cbar + 3 * i, cbar + 3 * p);
-        for (int e = 0; e < 3; e++) d->adj_xipos[3 * i + e] += m->body_mass[i] * cbar[3 * i + e];
-        d->adj_body_mass[i] += simu_dot3(cbar + 3 * i, d->xipos + 3 * i) - T[6 * i];
-      }
+    if (m->body_subtreemass[p] < SIM_MINVAL) {
+      simu_add3(d->adj_xipos + 3 * p, d->adj_xipos + 3 * p, cbar + 3 * p);
+      simu_zero3(cbar + 3 * p);
+    } else {
+      simu_scl3(cbar + 3 * p, cbar + 3 * p, 1 / m->body_subtreemass[p]);
     }
   }
   SIM_SYNC();
+  // push down the tree; cumulative T_i = sum over ancestors-or-self p of cbar_p . subtree_com_p gives the
+  // mass hook (d com_p / d m_k = (xipos_k - com_p) / M_p)
+  sim_real* T = D;
+  if (lane == 0) T[0] = simu_dot3(cbar, d->subtree_com);
+  SIM_SYNC();
+  for (int l = 1; l < m->nlevel; l++) {
+    int adr = m->level_adr[l], num = m->level_num[l];
+    for (int k = lane; k < num; k += nlane) {
+      int i = m->level_body[adr + k], p = m->body_parentid[i];
+      T[6 * i] = T[6 * p] + simu_dot3(cbar + 3 * i, d->subtree_com + 3 * i);
+      simu_add3(cbar + 3 * i, cbar + 3 * i, cbar + 3 * p);
+      for (int e = 0; e < 3; e++) d->adj_xipos[3 * i + e] += m->body_mass[i] * cbar[3 * i + e];
+      d->adj_body_mass[i] += simu_dot3(cbar + 3 * i, d->xipos + 3 * i) - T[6 * i];
+    }
+    SIM_SYNC();
+  }
 }
 
 // lengths VJP: adj_actuator_length, adj_ten_length -> adj_dq (hinge/slide dofs only)
