@@ -1,9 +1,9 @@
 // shac.c: SHAC (Xu et al. 2022, NVlabs/DiffRL algorithms/shac.py) and its ∇Mimic options, on the CPU backend.
 //
 // One iteration (algo.horizon = H control steps, N worlds):
-//  1. Rollout from the carried state with the engine tape on (EnvBatch.record): a_t = tanh(actor(norm(o_t))) +
-//     sigma * eps (sigma = policy.init_noise_std, fixed; eps ~ N(0,1) per world stream; the env clips to the
-//     action range). The normalizer is frozen during the rollout and updated with the rollout's observations
+//  1. Rollout from the carried state with the engine tape on (EnvBatch.record): a_t = tanh(z + sigma * eps),
+//     z = actor(norm(o_t)) before its output tanh (sigma = policy.init_noise_std, fixed; eps ~ N(0,1) per world
+//     stream): DiffRL's squashed Gaussian, so actions stay inside the range and keep a gradient. The normalizer is frozen during the rollout and updated with the rollout's observations
 //     after it. Per step we keep the pre-step state (qpos, qvel, ctrl), the post-step state before any
 //     auto-reset (env's final_q* where a world ended), observations, actions, rewards and done flags.
 //  2. Actor loss (DiffRL): -sum_w [sum over the window's episode segments of sum_t gamma^k r_t + gamma^(k+1)
@@ -53,6 +53,8 @@ typedef struct {
   int regress;        // ∇Mimic (b) on
   double clip_k, eta, sigma;
   const SimModel* m;  // the env's model
+  NnMlp* actor_lin;  // the actor without its output tanh (same parameters, copied each iteration): noise goes in
+                     // before the tanh, a = tanh(z + sigma * eps), as DiffRL's squashed Gaussian
   NnMlp *actor, *critic, *targ;  // targ: the target critic's parameters (and its input gradient)
   NnNorm* norm;                  // NULL without obs normalization
   NnAdam *adam_a, *adam_c;
@@ -107,7 +109,7 @@ static uint64_t mix(uint64_t seed, uint64_t k) {
 static void shac_destroy(void* p) {
   Shac* s = (Shac*)p;
   if (!s) return;
-  nn_mlp_destroy(s->actor), nn_mlp_destroy(s->critic), nn_mlp_destroy(s->targ);
+  nn_mlp_destroy(s->actor_lin), nn_mlp_destroy(s->actor), nn_mlp_destroy(s->critic), nn_mlp_destroy(s->targ);
   if (s->norm) nn_norm_destroy(s->norm);
   nn_adam_destroy(s->adam_a), nn_adam_destroy(s->adam_c);
   if (s->vd) sim_data_free(s->vd);
@@ -156,6 +158,9 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_TANH);
   net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
   int rc = nn_mlp_create(&s->actor, &ac, maxb);
+  NnConfig lc = ac;
+  lc.out_act = NN_ACT_NONE;
+  if (!rc) rc = nn_mlp_create(&s->actor_lin, &lc, s->N);
   if (!rc) rc = nn_mlp_create(&s->critic, &cc, maxb);
   if (!rc) rc = nn_mlp_create(&s->targ, &cc, maxb);
   if (!rc && c->policy_obs_norm) rc = nn_norm_create(&s->norm, s->O, 1e-8, c->policy_obs_clip);
@@ -259,6 +264,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
   size_t HN = (size_t)H * N;
   double gamma = s->c.algo_gamma;
   float* actor_p = nn_mlp_params(s->actor);
+  memcpy(nn_mlp_params(s->actor_lin), actor_p, sizeof(float) * (size_t)s->na);
   double t0 = algo_now();
   for (int k = 0; k < M_COUNT; k++) metrics[k] = 0;
   if (s->norm && nn_norm_count(s->norm) == 0) nn_norm_update(s->norm, env->obs, N);  // first iteration
@@ -277,11 +283,15 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     float* ac = s->act + base * A;
     memcpy(ob, env->obs, sizeof(float) * N * O);
     normalize(s, ob, N, nob);
-    nn_mlp_infer(s->actor, actor_p, nob, N, mu);
-    for (size_t i = 0; i < (size_t)N * A; i++) ac[i] = mu[i];
-    if (s->sigma > 0)
-      for (int w = 0; w < N; w++)
-        for (int j = 0; j < A; j++) ac[(size_t)w * A + j] += (float)(s->sigma * env_rng_normal(&s->act_rng[w]));
+    nn_mlp_infer(s->actor_lin, actor_p, nob, N, ac);  // pre-tanh z
+    for (int w = 0; w < N; w++)
+      for (int j = 0; j < A; j++) {
+        size_t i = (size_t)w * A + j;
+        double z = ac[i];
+        mu[i] = (float)tanh(z);
+        if (s->sigma > 0) z += s->sigma * env_rng_normal(&s->act_rng[w]);
+        ac[i] = (float)tanh(z);
+      }
     memcpy(s->pre_q + base * nq, env->d->qpos, sizeof(float) * N * nq);
     memcpy(s->pre_v + base * nv, env->d->qvel, sizeof(float) * N * nv);
     tm->networks += algo_now() - t0;
@@ -415,10 +425,11 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     }
     memcpy(s->gtarget + base * A, s->dact, sizeof(float) * N * A);
     // the policy: recomputed forward, backward with the input gradient
-    nn_mlp_forward(s->actor, s->nobs + base * O, N, s->by);
-    nn_mlp_backward(s->actor, s->dact, s->dx);
+    for (size_t i = 0; i < (size_t)N * A; i++) s->dact[i] *= 1 - ac[i] * ac[i];  // through tanh(z + noise)
+    nn_mlp_forward(s->actor_lin, s->nobs + base * O, N, s->by);
+    nn_mlp_backward(s->actor_lin, s->dact, s->dx);
     if (!s->regress) {
-      const float* g = nn_mlp_grads(s->actor);
+      const float* g = nn_mlp_grads(s->actor_lin);
       for (int64_t i = 0; i < s->na; i++) s->gsum[i] += g[i];
     }
     normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs);
