@@ -233,3 +233,39 @@ extern "C" int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_pe
   cudaEventDestroy(b);
   return SIM_OK;
 }
+
+// median over nrep of one control step of nsub substeps, timed with CUDA events after one warm-up; the
+// batch is reset to `start` (untimed) before each repetition. grad 0: plain steps (the step kernel, no
+// adjoint code); 1: control step with gradients enabled, not recording; 2: recorded control step and its
+// backward.
+extern "C" int simcuda_time_control(SimCuda* g, const SimData* start, int nsub, int grad, int nrep,
+                                    double* ms_median) {
+  cudaEvent_t a, b;
+  CU_CHECK(cudaEventCreate(&a));
+  CU_CHECK(cudaEventCreate(&b));
+  float* t = (float*)malloc(sizeof(float) * (size_t)nrep);
+  int rc = SIM_OK;
+  for (int r = -1; r < nrep && !rc; r++) {
+    rc = simcuda_upload(g, start);
+    if (!rc && grad == 2) rc = simcuda_tape_clear(g);
+    if (rc) break;
+    CU_CHECK(cudaEventRecord(a));
+    if (grad == 0) {
+      for (int k = 0; k < nsub && !rc; k++) rc = simcuda_step(g);
+    } else {
+      rc = simcuda_control_step(g, nsub, grad == 2);
+      if (!rc && grad == 2) rc = simcuda_control_step_backward(g, nsub);
+    }
+    CU_CHECK(cudaEventRecord(b));
+    CU_CHECK(cudaEventSynchronize(b));
+    if (r >= 0) CU_CHECK(cudaEventElapsedTime(&t[r], a, b));
+  }
+  if (!rc) {
+    qsort(t, (size_t)nrep, sizeof(float), cmp_float);
+    *ms_median = (double)t[nrep / 2];
+  }
+  free(t);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return rc;
+}

@@ -36,6 +36,11 @@ int simcuda_tape_clear(SimCuda* g);
 // median over nrep of the time of nstep consecutive steps (CUDA events, after one warm-up), per step in ms
 int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step);
 
+// median over nrep of one control step of nsub substeps (CUDA events; batch reset to start, untimed, before
+// each repetition). grad 0: plain step kernel; 1: control step, gradients enabled, not recording;
+// 2: recorded control step + its backward.
+int simcuda_time_control(SimCuda* g, const SimData_f32* start, int nsub, int grad, int nrep, double* ms_median);
+
 // device pointers (for code that fuses work with the engine, e.g. the trainer)
 const SimModel_f32* simcuda_model(const SimCuda* g);
 SimData_f32* simcuda_data(SimCuda* g);
