@@ -35,11 +35,13 @@ static double block_err(const float* a, const float* b, int n, int nworld) {
   return worst;
 }
 
-static void check(const char* name, int nworld) {
+// timestep > 0 overrides the model's (grad_chain's light, stiff finger diverges in float32 at its own 4 ms)
+static void check(const char* name, int nworld, double timestep) {
   char path[1024], err[1024];
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   opt.disable_add = SIM_DSBL_CONSTRAINT;
+  opt.timestep = timestep;
   void* mj = NULL;
   if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
     TEST_CHECK(0, "load %s", name);
@@ -108,8 +110,8 @@ int main(void) {
     printf("no CUDA device: skipped\n");
     return TEST_SKIP;
   }
-  check("g1/g1.xml", 256);
-  check("assets/test/grad_chain.xml", 256);
-  check("assets/test/grad_freebody.xml", 256);
+  check("g1/g1.xml", 256, 0);
+  check("assets/test/grad_chain.xml", 256, 5e-4);
+  check("assets/test/grad_freebody.xml", 256, 0);
   return test_report("sim_grad_cuda");
 }
