@@ -359,12 +359,28 @@ static int parse_mapping(Yp* y, Cfg* c, const char* prefix) {
   }
 }
 
+static int load_stream(Cfg* c, FILE* f, const char* path, char* err, size_t errlen);
+
 int cfg_load_yaml(Cfg* c, const char* path, char* err, size_t errlen) {
   FILE* f = fopen(path, "rb");
   if (!f) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     return CFG_EIO;
   }
+  return load_stream(c, f, path, err, errlen);
+}
+
+int cfg_load_yaml_text(Cfg* c, const char* text, const char* name, char* err, size_t errlen) {
+  FILE* f = fmemopen((void*)text, strlen(text), "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot read: %s", name, strerror(errno));
+    return CFG_EIO;
+  }
+  return load_stream(c, f, name, err, errlen);
+}
+
+// parses YAML from f (closed here); path names it in messages and gives the default run name
+static int load_stream(Cfg* c, FILE* f, const char* path, char* err, size_t errlen) {
   Yp y;
   memset(&y, 0, sizeof(y));
   y.path = path, y.err = err, y.errlen = errlen;

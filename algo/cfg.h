@@ -121,6 +121,8 @@ const CfgKey* cfg_find(const char* dotted);
 int cfg_defaults(Cfg* c, char* err, size_t errlen);
 // Reads a YAML file over c (keys not in the file keep their values).
 int cfg_load_yaml(Cfg* c, const char* path, char* err, size_t errlen);
+// the same from YAML text in memory; name stands for the file in messages and gives the default run name
+int cfg_load_yaml_text(Cfg* c, const char* text, const char* name, char* err, size_t errlen);
 // One `section.key=value` override.
 int cfg_override(Cfg* c, const char* assignment, char* err, size_t errlen);
 // Writes the resolved config as YAML (every key; hashed_only: only the keys that determine the run).

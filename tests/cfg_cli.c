@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   expect(2, "--num-envs", NULL, "train configs/cartpole_ppo.yaml --num-envs 0");
   expect(2, "--device", NULL, "train configs/cartpole_ppo.yaml --device tpu");
   expect(2, "needs a value", NULL, "train configs/cartpole_ppo.yaml --run-dir");
-  expect(2, "missing CONFIG", NULL, "train");
+  expect(2, "algo.horizon", NULL, "train algo.horizon=0");  // the embedded default, a bad override
   // the SHAC presets train now (algo_shac_determinism covers them); a bad override still exits 2
   snprintf(a, sizeof(a), "train configs/cartpole_shac.yaml algo.horizon=0 --run-dir %s/shac", dir);
   expect(2, "algo.horizon", NULL, a);

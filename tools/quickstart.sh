@@ -30,8 +30,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${CI:+-DADJ_WERROR=ON} >/dev/null
 cmake --build build -j"$jobs"
 
 if [ "$what" = run ]; then
-  # the main job on the embedded default: engine conformance against MuJoCo C on a bundled model
-  ./build/adjoint verify test/walker_planar.xml --no-constraint --precision float64
+  # the main job on its embedded default: SHAC with the ∇Mimic options on cartpole swing-up (CPU), then the
+  # deterministic evaluation of the trained policy
+  run_dir=logs/quickstart-$(date -u +%Y%m%d-%H%M%S)
+  ./build/adjoint train --run-dir "$run_dir"
+  ./build/adjoint eval "$run_dir" --episodes 8
 else
   ctest --test-dir build --output-on-failure -j"$jobs"
 fi

@@ -13,8 +13,11 @@
 #include "tools/cli.h"
 #include "tools/train_eval.h"
 
+extern const char adj_train_default_yaml[];  // configs/cartpole_nablamimic.yaml, embedded at build time
+
 static const char* kTrainUsage =
-    "usage: adjoint train CONFIG.yaml [section.key=value ...] [options]\n"
+    "usage: adjoint train [CONFIG.yaml] [section.key=value ...] [options]\n"
+    "       without CONFIG: the embedded default (configs/cartpole_nablamimic.yaml as built)\n"
     "       adjoint train --resume RUN_DIR [--max-iterations N]\n"
     "options:\n"
     "  --seed N            run.seed\n"
@@ -92,11 +95,13 @@ int train_main(int argc, char** argv) {
     }
     o.resume = 1;
   } else {
-    if (!config) {
-      free(overrides);
-      return usage_error("missing CONFIG.yaml", NULL);
+    int bad = cfg_defaults(&o.cfg, err, sizeof(err));
+    if (!bad && config) bad = cfg_load_yaml(&o.cfg, config, err, sizeof(err));
+    if (!bad && !config) {
+      fprintf(stderr, "adjoint train: no CONFIG given: the embedded default (cartpole_nablamimic.yaml)\n");
+      bad = cfg_load_yaml_text(&o.cfg, adj_train_default_yaml, "cartpole_nablamimic.yaml", err, sizeof(err));
     }
-    if (cfg_defaults(&o.cfg, err, sizeof(err)) || cfg_load_yaml(&o.cfg, config, err, sizeof(err))) {
+    if (bad) {
       fprintf(stderr, "adjoint train: %s\n", err);
       free(overrides);
       return 2;
