@@ -102,44 +102,9 @@ SIM_FN void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flags, con
 // the angular velocity wloc (body frame) in place of the state's; lin = K R (out, for the q term)
 SIM_FN void sim_adj_freebias_G(const SimModel* m, const SimWorld* d, int jnt, const sim_real wloc[3], sim_real G[36],
                                sim_real lin[9]) {
-  int body = m->jnt_bodyid[jnt];
-  const sim_real* R = d->xmat + 9 * body;
-  const sim_real* Xi = d->ximat + 9 * body;
-  const sim_real* inertia = m->body_inertia + 3 * body;
-  sim_real mass = m->body_mass[body];
-  sim_real s[3], w[3];
-  simu_sub3(s, d->xipos + 3 * body, d->xpos + 3 * body);
-  simu_mulMatVec3(w, R, wloc);
-  sim_real XiI[9], Iw[9];
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) XiI[3 * i + c] = Xi[3 * i + c] * inertia[c];
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) Iw[3 * i + c] = XiI[3 * i] * Xi[3 * c] + XiI[3 * i + 1] * Xi[3 * c + 1] + XiI[3 * i + 2] * Xi[3 * c + 2];
-  sim_real ws[3], Iww[3];
-  simu_cross(ws, w, s);
-  simu_mulMatVec3(Iww, Iw, w);
-  sim_real wds = simu_dot3(w, s);
-  // K = [w x s]x + [w]x [s]x
-  sim_real K[9] = {s[0] * w[0] - wds, s[0] * w[1] - ws[2], s[0] * w[2] + ws[1],
-                   s[1] * w[0] + ws[2], s[1] * w[1] - wds, s[1] * w[2] - ws[0],
-                   s[2] * w[0] - ws[1], s[2] * w[1] + ws[0], s[2] * w[2] - wds};
-  sim_real C[9], RtC[9], rot[9];
-  simu_mulMatMat3(lin, K, R);
-  // C = -m [s]x K + [w]x Iw - [Iw w]x
-  for (int c = 0; c < 3; c++) {
-    sim_real sk0 = s[1] * K[6 + c] - s[2] * K[3 + c];
-    sim_real sk1 = s[2] * K[c] - s[0] * K[6 + c];
-    sim_real sk2 = s[0] * K[3 + c] - s[1] * K[c];
-    sim_real wi0 = w[1] * Iw[6 + c] - w[2] * Iw[3 + c];
-    sim_real wi1 = w[2] * Iw[c] - w[0] * Iw[6 + c];
-    sim_real wi2 = w[0] * Iw[3 + c] - w[1] * Iw[c];
-    C[c] = -mass * sk0 + wi0 + (c == 1 ? Iww[2] : (c == 2 ? -Iww[1] : 0));
-    C[3 + c] = -mass * sk1 + wi1 + (c == 0 ? -Iww[2] : (c == 2 ? Iww[0] : 0));
-    C[6 + c] = -mass * sk2 + wi2 + (c == 0 ? Iww[1] : (c == 1 ? -Iww[0] : 0));
-  }
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) RtC[3 * i + c] = R[i] * C[c] + R[3 + i] * C[3 + c] + R[6 + i] * C[6 + c];
-  simu_mulMatMat3(rot, RtC, R);
+  sim_real rot[9];
+  sim_real mass = m->body_mass[m->jnt_bodyid[jnt]];
+  sim_freebody_biasvel(m, d, jnt, wloc, lin, rot);
   for (int k = 0; k < 36; k++) G[k] = 0;
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) {

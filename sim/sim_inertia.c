@@ -59,30 +59,33 @@ SIM_FN void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int
   }
 }
 
-// x <- (L'DL)^-1 x (mj_solveLD, one vector). Serial on lane 0: the recurrences are sequential.
+// x <- (L'DL)^-1 x (mj_solveLD, one vector), serial: the recurrences are sequential
+SIM_FN void sim_solveLD_serial(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv) {
+  const int* rownnz = m->M_rownnz;
+  const int* rowadr = m->M_rowadr;
+  const int* colind = m->M_colind;
+  int nv = m->nv;
+  for (int i = nv - 1; i >= 0; i--) {
+    sim_real xi = x[i];
+    if (rownnz[i] == 1 || xi == 0) continue;
+    int start = rowadr[i], end = start + rownnz[i] - 1;
+    for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
+  }
+  for (int i = 0; i < nv; i++) x[i] *= diaginv[i];
+  for (int i = 0; i < nv; i++) {
+    int nd = rownnz[i] - 1;
+    if (nd <= 0) continue;
+    int adr = rowadr[i];
+    sim_real s = 0;
+    for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
+    x[i] -= s;
+  }
+}
+
+// the same on lane 0, all lanes synchronized after
 SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv,
                         int lane) {
-  if (lane == 0) {
-    const int* rownnz = m->M_rownnz;
-    const int* rowadr = m->M_rowadr;
-    const int* colind = m->M_colind;
-    int nv = m->nv;
-    for (int i = nv - 1; i >= 0; i--) {
-      sim_real xi = x[i];
-      if (rownnz[i] == 1 || xi == 0) continue;
-      int start = rowadr[i], end = start + rownnz[i] - 1;
-      for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
-    }
-    for (int i = 0; i < nv; i++) x[i] *= diaginv[i];
-    for (int i = 0; i < nv; i++) {
-      int nd = rownnz[i] - 1;
-      if (nd <= 0) continue;
-      int adr = rowadr[i];
-      sim_real s = 0;
-      for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
-      x[i] -= s;
-    }
-  }
+  if (lane == 0) sim_solveLD_serial(m, x, qLD, diaginv);
   SIM_SYNC();
 }
 

@@ -134,6 +134,54 @@ SIM_FN int simu_solve6(sim_real A[36], sim_real x[6], const sim_real b[6]) {
   return 1;
 }
 
+// d qfrc_bias / d qvel of a standalone free body at body-frame angular velocity wloc (mjd_freeBias_vel):
+// translational rows -m*lin with lin = K R, rotational rows rot = R' C R; both only on the rotational columns
+SIM_FN void sim_freebody_biasvel(const SimModel* m, const SimWorld* d, int jnt, const sim_real wloc[3],
+                                 sim_real lin[9], sim_real rot[9]) {
+  int body = m->jnt_bodyid[jnt];
+  const sim_real* R = d->xmat + 9 * body;
+  const sim_real* Xi = d->ximat + 9 * body;
+  const sim_real* inertia = m->body_inertia + 3 * body;
+  sim_real mass = m->body_mass[body];
+  sim_real s[3], w[3];
+  simu_sub3(s, d->xipos + 3 * body, d->xpos + 3 * body);
+  simu_mulMatVec3(w, R, wloc);
+  sim_real XiI[9], Iw[9];
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) XiI[3 * i + c] = Xi[3 * i + c] * inertia[c];
+  Iw[0] = XiI[0] * Xi[0] + XiI[1] * Xi[1] + XiI[2] * Xi[2];
+  Iw[4] = XiI[3] * Xi[3] + XiI[4] * Xi[4] + XiI[5] * Xi[5];
+  Iw[8] = XiI[6] * Xi[6] + XiI[7] * Xi[7] + XiI[8] * Xi[8];
+  Iw[1] = Iw[3] = XiI[0] * Xi[3] + XiI[1] * Xi[4] + XiI[2] * Xi[5];
+  Iw[2] = Iw[6] = XiI[0] * Xi[6] + XiI[1] * Xi[7] + XiI[2] * Xi[8];
+  Iw[5] = Iw[7] = XiI[3] * Xi[6] + XiI[4] * Xi[7] + XiI[5] * Xi[8];
+  sim_real ws[3], Iww[3];
+  simu_cross(ws, w, s);
+  simu_mulMatVec3(Iww, Iw, w);
+  sim_real wds = w[0] * s[0] + w[1] * s[1] + w[2] * s[2];
+  // K = [w x s]x + [w]x [s]x
+  sim_real K[9] = {s[0] * w[0] - wds, s[0] * w[1] - ws[2], s[0] * w[2] + ws[1],
+                   s[1] * w[0] + ws[2], s[1] * w[1] - wds, s[1] * w[2] - ws[0],
+                   s[2] * w[0] - ws[1], s[2] * w[1] + ws[0], s[2] * w[2] - wds};
+  sim_real C[9], RtC[9];
+  simu_mulMatMat3(lin, K, R);
+  // C = -m [s]x K + [w]x Iw - [Iw w]x
+  for (int c = 0; c < 3; c++) {
+    sim_real sk0 = s[1] * K[6 + c] - s[2] * K[3 + c];
+    sim_real sk1 = s[2] * K[c] - s[0] * K[6 + c];
+    sim_real sk2 = s[0] * K[3 + c] - s[1] * K[c];
+    sim_real wi0 = w[1] * Iw[6 + c] - w[2] * Iw[3 + c];
+    sim_real wi1 = w[2] * Iw[c] - w[0] * Iw[6 + c];
+    sim_real wi2 = w[0] * Iw[3 + c] - w[1] * Iw[c];
+    C[c] = -mass * sk0 + wi0 + (c == 1 ? Iww[2] : (c == 2 ? -Iww[1] : 0));
+    C[3 + c] = -mass * sk1 + wi1 + (c == 0 ? -Iww[2] : (c == 2 ? Iww[0] : 0));
+    C[6 + c] = -mass * sk2 + wi2 + (c == 0 ? Iww[1] : (c == 1 ? -Iww[0] : 0));
+  }
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 3; c++) RtC[3 * i + c] = R[i] * C[c] + R[3 + i] * C[3 + c] + R[6 + i] * C[6 + c];
+  simu_mulMatMat3(rot, RtC, R);
+}
+
 // implicitfast block of a standalone free body: A = M_b - h*D_b + h*d(bias)/dv (mjd_freeMhat)
 SIM_FN void sim_freebody_matrix(const SimModel* m, const SimWorld* d, int jnt, sim_real A[36]) {
   int body = m->jnt_bodyid[jnt], adr = m->jnt_dofadr[jnt];
@@ -154,46 +202,9 @@ SIM_FN void sim_freebody_matrix(const SimModel* m, const SimWorld* d, int jnt, s
       if (c != r) A[6 * c + r] -= h * d->qDeriv[radr + k];
     }
   }
-  const sim_real* R = d->xmat + 9 * body;
-  const sim_real* Xi = d->ximat + 9 * body;
-  const sim_real* inertia = m->body_inertia + 3 * body;
-  sim_real mass = m->body_mass[body];
-  sim_real s[3], w[3];
-  simu_sub3(s, d->xipos + 3 * body, d->xpos + 3 * body);
-  simu_mulMatVec3(w, R, d->qvel + adr + 3);
-  sim_real XiI[9], Iw[9];
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) XiI[3 * i + c] = Xi[3 * i + c] * inertia[c];
-  Iw[0] = XiI[0] * Xi[0] + XiI[1] * Xi[1] + XiI[2] * Xi[2];
-  Iw[4] = XiI[3] * Xi[3] + XiI[4] * Xi[4] + XiI[5] * Xi[5];
-  Iw[8] = XiI[6] * Xi[6] + XiI[7] * Xi[7] + XiI[8] * Xi[8];
-  Iw[1] = Iw[3] = XiI[0] * Xi[3] + XiI[1] * Xi[4] + XiI[2] * Xi[5];
-  Iw[2] = Iw[6] = XiI[0] * Xi[6] + XiI[1] * Xi[7] + XiI[2] * Xi[8];
-  Iw[5] = Iw[7] = XiI[3] * Xi[6] + XiI[4] * Xi[7] + XiI[5] * Xi[8];
-  sim_real ws[3], Iww[3];
-  simu_cross(ws, w, s);
-  simu_mulMatVec3(Iww, Iw, w);
-  sim_real wds = w[0] * s[0] + w[1] * s[1] + w[2] * s[2];
-  sim_real K[9] = {s[0] * w[0] - wds, s[0] * w[1] - ws[2], s[0] * w[2] + ws[1],
-                   s[1] * w[0] + ws[2], s[1] * w[1] - wds, s[1] * w[2] - ws[0],
-                   s[2] * w[0] - ws[1], s[2] * w[1] + ws[0], s[2] * w[2] - wds};
-  sim_real lin[9], C[9], RtC[9], rot[9];
-  simu_mulMatMat3(lin, K, R);
-  for (int c = 0; c < 3; c++) {
-    sim_real sk0 = s[1] * K[6 + c] - s[2] * K[3 + c];
-    sim_real sk1 = s[2] * K[c] - s[0] * K[6 + c];
-    sim_real sk2 = s[0] * K[3 + c] - s[1] * K[c];
-    sim_real wi0 = w[1] * Iw[6 + c] - w[2] * Iw[3 + c];
-    sim_real wi1 = w[2] * Iw[c] - w[0] * Iw[6 + c];
-    sim_real wi2 = w[0] * Iw[3 + c] - w[1] * Iw[c];
-    C[c] = -mass * sk0 + wi0 + (c == 1 ? Iww[2] : (c == 2 ? -Iww[1] : 0));
-    C[3 + c] = -mass * sk1 + wi1 + (c == 0 ? -Iww[2] : (c == 2 ? Iww[0] : 0));
-    C[6 + c] = -mass * sk2 + wi2 + (c == 0 ? Iww[1] : (c == 1 ? -Iww[0] : 0));
-  }
-  for (int i = 0; i < 3; i++)
-    for (int c = 0; c < 3; c++) RtC[3 * i + c] = R[i] * C[c] + R[3 + i] * C[3 + c] + R[6 + i] * C[6 + c];
-  simu_mulMatMat3(rot, RtC, R);
-  sim_real hm = -h * mass;
+  sim_real lin[9], rot[9];
+  sim_freebody_biasvel(m, d, jnt, d->qvel + adr + 3, lin, rot);
+  sim_real hm = -h * m->body_mass[body];
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) {
       A[6 * r + 3 + c] += hm * lin[3 * r + c];

@@ -125,28 +125,6 @@ SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
 
 // ---- shared pieces ----
 
-// x <- M^-1 x from the LDL factor (mj_solveLD), serial
-SIM_FN void sim_solveLD_serial(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv) {
-  const int* rownnz = m->M_rownnz;
-  const int* rowadr = m->M_rowadr;
-  const int* colind = m->M_colind;
-  int nv = m->nv;
-  for (int i = nv - 1; i >= 0; i--) {
-    sim_real xi = x[i];
-    if (rownnz[i] == 1 || xi == 0) continue;
-    int start = rowadr[i], end = start + rownnz[i] - 1;
-    for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
-  }
-  for (int i = 0; i < nv; i++) x[i] *= diaginv[i];
-  for (int i = 0; i < nv; i++) {
-    int nd = rownnz[i] - 1;
-    if (nd <= 0) continue;
-    int adr = rowadr[i];
-    sim_real s = 0;
-    for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
-    x[i] -= s;
-  }
-}
 
 // res = M v on a set of dofs closed under the tree (mju_mulSymVecSparse order); dofs NULL: all dofs
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
