@@ -10,19 +10,7 @@ SIM_FN void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* M = d->M;
   for (int i = lane; i < m->nbody; i += nlane) simu_copy(crb + 10 * i, d->cinert + 10 * i, 10);
   SIM_SYNC();
-  // gather children into parents (not into the world), children in decreasing id: MuJoCo's order
-  for (int l = m->nlevel - 2; l >= 1; l--) {
-    int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int p = m->level_body[adr + k];
-      int cadr = m->body_childadr[p];
-      for (int c = m->body_childnum[p] - 1; c >= 0; c--) {
-        const sim_real* src = crb + 10 * m->body_child[cadr + c];
-        for (int e = 0; e < 10; e++) crb[10 * p + e] += src[e];
-      }
-    }
-    SIM_SYNC();
-  }
+  sim_gather_children(m, crb, 10, 1, lane, nlane);  // into parents, not into the world
   for (int i = lane; i < m->nv; i += nlane) {
     int adr = m->M_rowadr[i];
     int Madr_ij = adr + m->M_rownnz[i] - 1;

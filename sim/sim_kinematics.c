@@ -103,6 +103,23 @@ SIM_FN void sim_local2global(const SimWorld* d, sim_real* xpos, sim_real* xmat, 
   }
 }
 
+// x[parent] += x[child] over the tree, deepest level first, children in decreasing id (MuJoCo's summation
+// order), for parents at levels >= minlevel (0: the world receives too); width values per body
+SIM_FN void sim_gather_children(const SimModel* m, sim_real* x, int width, int minlevel, int lane, int nlane) {
+  for (int l = m->nlevel - 2; l >= minlevel; l--) {
+    int adr = m->level_adr[l], num = m->level_num[l];
+    for (int k = lane; k < num; k += nlane) {
+      int p = m->level_body[adr + k];
+      int cadr = m->body_childadr[p];
+      for (int c = m->body_childnum[p] - 1; c >= 0; c--) {
+        const sim_real* src = x + width * m->body_child[cadr + c];
+        for (int e = 0; e < width; e++) x[width * p + e] += src[e];
+      }
+    }
+    SIM_SYNC();
+  }
+}
+
 // mj_kinematics: body frames, inertial frames, geom frames
 SIM_FN void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) {
@@ -172,19 +189,7 @@ SIM_FN void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* subtree_com = d->subtree_com;
   for (int i = lane; i < nbody; i += nlane) simu_scl3(subtree_com + 3 * i, d->xipos + 3 * i, m->body_mass[i]);
   SIM_SYNC();
-  // gather children's moments, deepest level first, children in decreasing id (MuJoCo's order)
-  for (int l = m->nlevel - 2; l >= 0; l--) {
-    int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int p = m->level_body[adr + k];
-      int cadr = m->body_childadr[p];
-      for (int c = m->body_childnum[p] - 1; c >= 0; c--) {
-        int ch = m->body_child[cadr + c];
-        simu_add3(subtree_com + 3 * p, subtree_com + 3 * p, subtree_com + 3 * ch);
-      }
-    }
-    SIM_SYNC();
-  }
+  sim_gather_children(m, subtree_com, 3, 0, lane, nlane);  // children's moments, the world included
   for (int i = lane; i < nbody; i += nlane) {
     if (m->body_subtreemass[i] < SIM_MINVAL) {
       simu_copy3(subtree_com + 3 * i, d->xipos + 3 * i);

@@ -97,19 +97,7 @@ SIM_FN void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
     }
     SIM_SYNC();
   }
-  // accumulate into parents (not the world), deepest level first, children in decreasing id
-  for (int l = m->nlevel - 2; l >= 1; l--) {
-    int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int p = m->level_body[adr + k];
-      int cadr = m->body_childadr[p];
-      for (int c = m->body_childnum[p] - 1; c >= 0; c--) {
-        const sim_real* src = cfrc + 6 * m->body_child[cadr + c];
-        for (int e = 0; e < 6; e++) cfrc[6 * p + e] += src[e];
-      }
-    }
-    SIM_SYNC();
-  }
+  sim_gather_children(m, cfrc, 6, 1, lane, nlane);  // into parents, not into the world
   for (int i = lane; i < m->nv; i += nlane) {
     d->qfrc_bias[i] = simu_dot(d->cdof + 6 * i, cfrc + 6 * m->dof_bodyid[i], 6);
   }
