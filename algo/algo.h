@@ -17,6 +17,7 @@
 #include "algo/cfg.h"
 #include "algo/ckpt.h"
 #include "envs/env.h"
+#include "nn/nn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,9 @@ const AlgoOps* algo_find(const char* name, char* err, size_t errlen);
 
 // Wall-clock seconds (monotonic) for time splits.
 double algo_now(void);
+
+// MLP shape from the policy.* keys: hidden sizes, activation (policy.activation), LayerNorm, out_act.
+void algo_net_config(NnConfig* n, const Cfg* c, const CfgIntList* hidden, int in, int out, NnAct out_act);
 
 #ifdef __cplusplus
 }

@@ -42,24 +42,6 @@ static const char* const kMetrics[] = {"loss_policy", "loss_value", "entropy", "
                                        "learning_rate", "grad_norm", "clip_fraction", "action_std"};
 enum { M_POLICY, M_VALUE, M_ENTROPY, M_KL, M_LR, M_GRADNORM, M_CLIPFRAC, M_STD, M_COUNT };
 
-static NnAct act_of(const char* s) {
-  if (!strcmp(s, "relu")) return NN_ACT_RELU;
-  if (!strcmp(s, "tanh")) return NN_ACT_TANH;
-  if (!strcmp(s, "silu")) return NN_ACT_SILU;
-  return NN_ACT_ELU;
-}
-
-static void net_config(NnConfig* n, const Cfg* c, const CfgIntList* hidden, int in, int out) {
-  memset(n, 0, sizeof(*n));
-  n->in_dim = in, n->out_dim = out;
-  n->n_hidden = hidden->n;
-  for (int i = 0; i < hidden->n; i++) n->hidden[i] = hidden->v[i];
-  n->act = act_of(c->policy_activation);
-  n->layer_norm = c->policy_layer_norm;
-  n->out_act = NN_ACT_NONE;
-  n->out_scale = 1;
-}
-
 static uint64_t mix(uint64_t seed, uint64_t k) {
   uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * (k + 1));
   return env_rng_next(&s);
@@ -100,8 +82,8 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   s->mb = (int)(batch / s->nmb);
   int maxb = s->mb > s->N ? s->mb : s->N;
   NnConfig ac, cc;
-  net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A);
-  net_config(&cc, c, &c->policy_critic_hidden, s->O, 1);
+  algo_net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_NONE);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
   int rc = nn_mlp_create(&s->actor, &ac, maxb);
   if (!rc) rc = nn_mlp_create(&s->critic, &cc, maxb);
   if (!rc && c->policy_obs_norm) rc = nn_norm_create(&s->norm, s->O, 1e-8, c->policy_obs_clip);

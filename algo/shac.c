@@ -83,24 +83,6 @@ static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",
                                        "loss_regression", "nonfinite_grads", "constraint_evals"};
 enum { M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_COUNT };
 
-static NnAct act_of(const char* s) {
-  if (!strcmp(s, "relu")) return NN_ACT_RELU;
-  if (!strcmp(s, "tanh")) return NN_ACT_TANH;
-  if (!strcmp(s, "silu")) return NN_ACT_SILU;
-  return NN_ACT_ELU;
-}
-
-static void net_config(NnConfig* n, const Cfg* c, const CfgIntList* hidden, int in, int out, NnAct out_act) {
-  memset(n, 0, sizeof(*n));
-  n->in_dim = in, n->out_dim = out;
-  n->n_hidden = hidden->n;
-  for (int i = 0; i < hidden->n; i++) n->hidden[i] = hidden->v[i];
-  n->act = act_of(c->policy_activation);
-  n->layer_norm = c->policy_layer_norm;
-  n->out_act = out_act;
-  n->out_scale = 1;
-}
-
 static uint64_t mix(uint64_t seed, uint64_t k) {
   uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
   return env_rng_next(&s);
@@ -155,8 +137,8 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   }
   int maxb = (int)HN;
   NnConfig ac, cc;
-  net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_TANH);
-  net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
+  algo_net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_TANH);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
   int rc = nn_mlp_create(&s->actor, &ac, maxb);
   NnConfig lc = ac;
   lc.out_act = NN_ACT_NONE;
