@@ -25,8 +25,8 @@
 #define ATOL 2e-4
 #endif
 
-// tests/sim_collision_lanes.c: one stage of one world with nlane threads as lanes
-void sim_collision_lanes_run_stage(const void* model, void* data, int w, int stage, int nlane);
+// tests/sim_lanes.c: one stage of one world with nlane threads as lanes
+void sim_lanes_run_stage(const void* model, void* data, int w, int stage, int nlane);
 
 static unsigned long long rng_state = 12345;
 static double urand(void) {  // [0, 1)
@@ -288,7 +288,7 @@ static int run_case(const Case* cs, Stats* st) {
         sim_world(m, d, w, &a);
         sim_world(m, dl, w, &b);
         for (int k = 0; k < 2; k++) {
-          sim_collision_lanes_run_stage(m, dl, w, SIM_STAGE_COLLISION, nl[k]);
+          sim_lanes_run_stage(m, dl, w, SIM_STAGE_COLLISION, nl[k]);
           int n = a.ncon[0], same = n == b.ncon[0] && a.ncon_overflow[0] == b.ncon_overflow[0];
 #define SAME(f, width) same = same && !memcmp(a.f, b.f, sizeof(*a.f) * (size_t)(width) * (size_t)n);
           SAME(contact_dist, 1) SAME(contact_pos, 3) SAME(contact_frame, 9) SAME(contact_geom, 2)

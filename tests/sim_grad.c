@@ -229,8 +229,8 @@ static double check_model(const char* name, int integrator, double timestep, int
 }
 
 #ifdef SIM_DOUBLE
-// lanes: the control step and its backward run by nlane threads (tests/sim_grad_lanes.c) equal one lane
-void sim_grad_lanes_run(const void* model, void* data, int w, int nsub, int record, int backward, int nlane);
+// lanes: the control step and its backward run by nlane threads (tests/sim_lanes.c) equal one lane
+void sim_lanes_run_control(const void* model, void* data, int w, int nsub, int record, int backward, int nlane);
 
 static void check_lanes(const char* name, int integrator, double timestep, int nsub) {
   mjModel* mj = load(name, integrator, timestep);
@@ -259,9 +259,9 @@ static void check_lanes(const char* name, int integrator, double timestep, int n
     for (int i = 0; i < nq; i++) d->qpos[w * nq + i] = qpos[i];
     for (int i = 0; i < nv; i++) d->qvel[w * nv + i] = qvel[i];
     for (int i = 0; i < nu; i++) d->ctrl[w * nu + i] = ctrl[i];
-    sim_grad_lanes_run(m, d, w, nsub, 1, 0, lanes[w]);
+    sim_lanes_run_control(m, d, w, nsub, 1, 0, lanes[w]);
     for (int i = 0; i < nv; i++) d->adj_qpos[w * nv + i] = cq[i], d->adj_qvel[w * nv + i] = cv[i];
-    sim_grad_lanes_run(m, d, w, nsub, 0, 1, lanes[w]);
+    sim_lanes_run_control(m, d, w, nsub, 0, 1, lanes[w]);
   }
   int ok = 1;
   for (int w = 1; w < 3; w++) {
