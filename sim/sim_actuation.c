@@ -6,10 +6,8 @@
 // ctrl as the actuator reads it: clamped to ctrlrange where limited (unless disabled); any non-finite or
 // huge entry zeroes all controls (MuJoCo's mjWARN_BADCTRL behaviour).
 SIM_FN int sim_ctrl_bad(const SimModel* m, const SimWorld* d) {
-  for (int i = 0; i < m->nu; i++) {
-    sim_real c = d->ctrl[i];
-    if (!(c == c) || c > (sim_real)SIM_MAXVAL || c < -(sim_real)SIM_MAXVAL) return 1;
-  }
+  for (int i = 0; i < m->nu; i++)
+    if (simu_isbad(d->ctrl[i])) return 1;
   return 0;
 }
 

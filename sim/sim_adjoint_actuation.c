@@ -31,10 +31,7 @@ SIM_FN int sim_adj_actuator_flag(const SimModel* m, const sim_real* ctrl, int a,
 SIM_FN void sim_adj_flags_state(const SimModel* m, const sim_real* qpos, const sim_real* qvel, const sim_real* ctrl,
                                 int* flags, int lane, int nlane) {
   int bad = 0;
-  for (int i = 0; i < m->nu; i++) {
-    sim_real c = ctrl[i];
-    if (!(c == c) || c > (sim_real)SIM_MAXVAL || c < -(sim_real)SIM_MAXVAL) bad = 1;
-  }
+  for (int i = 0; i < m->nu; i++) bad |= simu_isbad(ctrl[i]);
   for (int a = lane; a < m->nu; a += nlane) {
     int id = m->actuator_trnid[a];
     sim_real len;

@@ -9,8 +9,6 @@
 #include "sim_collision.c"
 #include "sim_constraint.c"
 
-SIM_FN int sim_isbad(sim_real x) { return !(x == x) || x > (sim_real)SIM_MAXVAL || x < -(sim_real)SIM_MAXVAL; }
-
 // world reset to qpos0 (MuJoCo's mj_resetData for the state we carry)
 SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, int nlane) {
   for (int i = lane; i < m->nq; i += nlane) d->qpos[i] = key >= 0 ? m->key_qpos[key * m->nq + i] : m->qpos0[i];
@@ -120,8 +118,8 @@ SIM_FN void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
 // mj_step: state checks (a bad world is reset and counted), forward, acceleration check, integrator
 SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int bad = 0;
-  for (int i = 0; i < m->nq; i++) bad |= sim_isbad(d->qpos[i]);
-  for (int i = 0; i < m->nv; i++) bad |= sim_isbad(d->qvel[i]);
+  for (int i = 0; i < m->nq; i++) bad |= simu_isbad(d->qpos[i]);
+  for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qvel[i]);
   SIM_SYNC();
   if (bad) {
     sim_reset_world(m, d, -1, lane, nlane);
@@ -129,7 +127,7 @@ SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) 
   }
   sim_forward_world(m, d, lane, nlane);
   bad = 0;
-  for (int i = 0; i < m->nv; i++) bad |= sim_isbad(d->qacc[i]);
+  for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qacc[i]);
   SIM_SYNC();
   if (bad) {
     sim_reset_world(m, d, -1, lane, nlane);

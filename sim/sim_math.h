@@ -5,6 +5,9 @@
 
 #include "sim_port.h"
 
+// MuJoCo's mju_isBad: NaN or beyond mjMAXVAL
+SIM_FN int simu_isbad(sim_real x) { return !(x == x) || x > (sim_real)SIM_MAXVAL || x < -(sim_real)SIM_MAXVAL; }
+
 SIM_FN void simu_zero(sim_real* x, int n) { for (int i = 0; i < n; i++) x[i] = 0; }
 SIM_FN void simu_copy(sim_real* x, const sim_real* y, int n) { for (int i = 0; i < n; i++) x[i] = y[i]; }
 SIM_FN sim_real simu_dot(const sim_real* a, const sim_real* b, int n) {
