@@ -391,6 +391,9 @@ int trainer_eval(const char* checkpoint, const char* config_path, int episodes, 
   int* len = (int*)calloc((size_t)N, sizeof(int));
   uint8_t* fin = (uint8_t*)calloc((size_t)N, 1);
   int left = N;
+  double ssum[8] = {0}, ssum2[8] = {0};
+  int scount[8] = {0};
+  out->nstat = env->final_stats && env->task->nstat <= 8 ? env->task->nstat : 0;
   while (left > 0) {
     ops->act_eval(algo, env->obs, N, act);
     env_step(env, act);
@@ -398,8 +401,20 @@ int trainer_eval(const char* checkpoint, const char* config_path, int episodes, 
       if (fin[w]) continue;
       ret[w] += env->reward[w];
       len[w]++;
-      if (env->terminated[w] || env->truncated[w]) fin[w] = 1, left--;
+      if (env->terminated[w] || env->truncated[w]) {
+        fin[w] = 1, left--;
+        out->terminated += env->terminated[w];
+        for (int i = 0; i < out->nstat; i++) {
+          double v = env->final_stats[(size_t)w * out->nstat + i];
+          if (v == v) ssum[i] += v, ssum2[i] += v * v, scount[i]++;
+        }
+      }
     }
+  }
+  for (int i = 0; i < out->nstat; i++) {
+    out->stat_names[i] = env->task->stat_names[i];
+    out->stat_mean[i] = scount[i] ? ssum[i] / scount[i] : NAN;
+    out->stat_std[i] = scount[i] ? sqrt(fmax(0, ssum2[i] / scount[i] - out->stat_mean[i] * out->stat_mean[i])) : NAN;
   }
   double rs = 0, rs2 = 0, ls = 0, ls2 = 0;
   for (int w = 0; w < N; w++) rs += ret[w], rs2 += ret[w] * ret[w], ls += len[w], ls2 += (double)len[w] * len[w];

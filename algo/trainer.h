@@ -36,6 +36,11 @@ typedef struct {
   int episodes;
   double return_mean, return_std, length_mean, length_std;
   long long nan_resets;
+  int terminated;  // episodes that ended early (task termination or a non-finite reset), not by the time limit
+  // the task's per-episode statistics (EnvTask.stat_names; mean/std over the episodes where finite)
+  int nstat;
+  const char* stat_names[8];
+  double stat_mean[8], stat_std[8];
 } EvalResult;
 
 // Deterministic policy (mean action) for one episode in each of `episodes` worlds (reset seed derived from the

@@ -35,6 +35,10 @@ int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, 
     snprintf(err, errlen, "unknown task '%s' (available: %s)", task, env_task_names());
     return -1;
   }
+  if (tk->nstat < 0 || tk->nstat > ENV_MAX_STATS) {
+    snprintf(err, errlen, "task %s: %d episode statistics (at most %d)", task, tk->nstat, ENV_MAX_STATS);
+    return -1;
+  }
   if (nworld < 1) {
     snprintf(err, errlen, "env: nworld must be >= 1");
     return -1;
@@ -78,8 +82,10 @@ int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, 
   e->final_qpos = (sim_real*)calloc((size_t)nworld * m->nq, sizeof(sim_real));
   e->final_qvel = (sim_real*)calloc((size_t)nworld * m->nv, sizeof(sim_real));
   e->final_ctrl = (sim_real*)calloc((size_t)nworld * (m->nu ? m->nu : 1), sizeof(sim_real));
+  int S = tk->episode_stats ? tk->nstat : 0;  // <= ENV_MAX_STATS (checked at the top)
+  if (S) e->final_stats = (sim_real*)calloc((size_t)nworld * S, sizeof(sim_real));
   if (!e->final_qpos || !e->final_qvel || !e->final_ctrl || !e->t || !e->rng || !e->nan_seen || !e->obs || !e->ep_return || !e->reward || !e->terminated || !e->truncated ||
-      !e->final_obs) {
+      !e->final_obs || (S && !e->final_stats)) {
     env_destroy(e);
     snprintf(err, errlen, "task %s: out of memory", task);
     return -1;
@@ -106,7 +112,7 @@ void env_destroy(EnvBatch* e) {
   if (e->mjmodel) sim_free_mjmodel(e->mjmodel);
   free(e->t), free(e->rng), free(e->nan_seen), free(e->obs), free(e->ep_return);
   free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
-  free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl);
+  free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl), free(e->final_stats);
   free(e);
 }
 
@@ -174,6 +180,14 @@ void env_step(EnvBatch* e, const sim_real* act) {
       memcpy(e->final_qpos + (size_t)w * e->m->nq, wd.qpos, sizeof(sim_real) * (size_t)e->m->nq);
       memcpy(e->final_qvel + (size_t)w * e->m->nv, wd.qvel, sizeof(sim_real) * (size_t)e->m->nv);
       if (e->m->nu) memcpy(e->final_ctrl + (size_t)w * e->m->nu, wd.ctrl, sizeof(sim_real) * (size_t)e->m->nu);
+      if (e->final_stats) {
+        int S = tk->nstat;
+        sim_real* st = e->final_stats + (size_t)w * S;
+        if (bad)
+          for (int i = 0; i < S; i++) st[i] = NAN;
+        else
+          tk->episode_stats(e->m, e->d, w, st);
+      }
       int slot = (int)(e->stats[0] % ENV_RECENT);
       e->recent_return[slot] = e->ep_return[w];
       e->recent_len[slot] = e->t[w];

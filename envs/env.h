@@ -13,7 +13,9 @@
 //   void     <task>_reward_vjp(m, d, const sim_real* act, sim_real dr, sim_real* dqpos, sim_real* dqvel,
 //                              sim_real* dctrl /*(nu)*/)
 //   void     <task>_act_vjp(m, d, const sim_real* act, const sim_real* dctrl, sim_real* dact /*(act_dim)*/)
-// ENV_TASK_HOST(task, info) at the end of the task file builds the host-side EnvTask table from them.
+// ENV_TASK_HOST(task, info) at the end of the task file builds the host-side EnvTask table from them;
+// ENV_TASK_HOST_STATS(task, nstat, names, info) also takes <task>_episode_stats (per-episode statistics, e.g.
+// the hopper's forward speed, evaluated at an episode's final state; `adjoint eval` reports them).
 //
 // EnvBatch (env.c) runs nworld worlds of one task on the CPU backend (float32 engine, sim_real = float): it
 // applies actions, steps the engine frame_skip times, computes rewards, terminations (early, time-out, and
@@ -70,9 +72,15 @@ typedef struct EnvTask {
   void (*reward_vjp)(const SimModel* m, SimData* d, int w, const sim_real* act, sim_real dr, sim_real* dqpos,
                      sim_real* dqvel, sim_real* dctrl);
   void (*act_vjp)(const SimModel* m, SimData* d, int w, const sim_real* act, const sim_real* dctrl, sim_real* dact);
+  // optional per-episode statistics (ENV_TASK_HOST_STATS; 0 / NULL without), evaluated at an episode's final
+  // state (before the auto-reset: the state its last reward saw) and reported by `adjoint eval`
+  int nstat;                      // <= ENV_MAX_STATS
+  const char* const* stat_names;  // (nstat), e.g. the hopper's "forward_speed"
+  void (*episode_stats)(const SimModel* m, SimData* d, int w, sim_real* out /*(nstat)*/);
 } EnvTask;
+#define ENV_MAX_STATS 8
 
-#define ENV_TASK_HOST(task, ...)                                                                              \
+#define ENV_TASK_HOST_FNS_(task)                                                                              \
   static void task##_host_reset(const SimModel* m, SimData* d, int w, uint64_t* rng) {                        \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
@@ -115,6 +123,30 @@ typedef struct EnvTask {
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
     task##_act_vjp(m, &wd, a, dc, da);                                                                        \
+  }
+
+#define ENV_TASK_HOST(task, ...)                                                                              \
+  ENV_TASK_HOST_FNS_(task)                                                                                    \
+  const EnvTask env_task_##task = {__VA_ARGS__,                                                               \
+                                   task##_host_reset,                                                         \
+                                   task##_host_act,                                                           \
+                                   task##_host_reward,                                                        \
+                                   task##_host_terminated,                                                    \
+                                   task##_host_observe,                                                       \
+                                   task##_host_observe_vjp,                                                   \
+                                   task##_host_reward_vjp,                                                    \
+                                   task##_host_act_vjp,                                                       \
+                                   0,                                                                         \
+                                   NULL,                                                                      \
+                                   NULL};
+// ENV_TASK_HOST with per-episode statistics (EnvTask.nstat/stat_names/episode_stats) from
+//   void <task>_episode_stats(const SimModel*, const SimWorld*, sim_real* out /*(nstat)*/)
+#define ENV_TASK_HOST_STATS(task, nstat_, names_, ...)                                                        \
+  ENV_TASK_HOST_FNS_(task)                                                                                    \
+  static void task##_host_episode_stats(const SimModel* m, SimData* d, int w, sim_real* o) {                  \
+    SimWorld wd;                                                                                              \
+    sim_world(m, d, w, &wd);                                                                                  \
+    task##_episode_stats(m, &wd, o);                                                                          \
   }                                                                                                           \
   const EnvTask env_task_##task = {__VA_ARGS__,                                                               \
                                    task##_host_reset,                                                         \
@@ -124,7 +156,10 @@ typedef struct EnvTask {
                                    task##_host_observe,                                                       \
                                    task##_host_observe_vjp,                                                   \
                                    task##_host_reward_vjp,                                                    \
-                                   task##_host_act_vjp};
+                                   task##_host_act_vjp,                                                       \
+                                   nstat_,                                                                    \
+                                   names_,                                                                    \
+                                   task##_host_episode_stats};
 
 const EnvTask* env_find_task(const char* name);  // NULL if unknown
 const char* env_task_names(void);                // "cartpole|..."
@@ -154,6 +189,8 @@ typedef struct EnvBatch {
   sim_real* final_qpos;   // (nworld, nq) engine state before the auto-reset (where terminated|truncated): the
   sim_real* final_qvel;   // (nworld, nv) state the reward and final_obs were computed at (SHAC's VJPs need it)
   sim_real* final_ctrl;   // (nworld, nu)
+  sim_real* final_stats;  // (nworld, task->nstat) episode statistics where terminated|truncated (NaN after a
+                          // non-finite reset); NULL when the task has none
   int64_t nan_last;       // non-finite resets during the last env_step
   double reward_total;    // sum of all rewards so far (for per-iteration means; not part of the run's state)
   int record;             // 1: env_step records the engine tape (sim_control_step(record)); needs env_enable_gradients

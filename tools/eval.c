@@ -1,5 +1,7 @@
 // eval.c: `adjoint eval RUN_DIR|CHECKPOINT`: deterministic policy (mean action), one episode per world;
-// prints mean/std of return and episode length. Exit codes: 0, 2 bad input, 1 runtime failure.
+// prints mean/std of return and episode length, then the fraction of episodes that terminated early and the
+// task's per-episode statistics (EnvTask.stat_names, e.g. the hopper's forward_speed).
+// Exit codes: 0, 2 bad input, 1 runtime failure.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,5 +83,9 @@ int eval_main(int argc, char** argv) {
   printf("checkpoint %s\n", ckpt);
   printf("episodes %d  return %.4f +- %.4f  episode_length %.1f +- %.1f  nan_resets %lld\n", r.episodes, r.return_mean,
          r.return_std, r.length_mean, r.length_std, r.nan_resets);
+  // a second line (the first keeps its format): early terminations, then the task's episode statistics
+  printf("terminated %d/%d (%.4f)", r.terminated, r.episodes, r.episodes ? (double)r.terminated / r.episodes : 0.0);
+  for (int i = 0; i < r.nstat; i++) printf("  %s %.4f +- %.4f", r.stat_names[i], r.stat_mean[i], r.stat_std[i]);
+  printf("\n");
   return 0;
 }
