@@ -13,6 +13,7 @@
 #include "sim_adjoint_velocity.c"
 #include "sim_adjoint_actuation.c"
 #include "sim_adjoint_integrate.c"
+#include "sim_adjoint_collision.c"
 #include "sim_adjoint_constraint.c"
 
 // zero every per-evaluation cotangent (before the solver/collision adjoints write into them)
