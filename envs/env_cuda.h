@@ -1,0 +1,86 @@
+// env_cuda.h: the batched environment of env.h on the CUDA backend (the trainer's run.device: cuda).
+//
+// Every task file envs/<task>.c is compiled into envs/env_cuda.cu next to the engine (CMake lists them; a task
+// is found by its name, as env_find_task finds it on the host), so its per-world SIM_FN functions run as
+// device code: one warp per world, lanes striding the engine's loops. One control step is one fused kernel per
+// world (act -> frame_skip physics substeps, recorded on the engine tape when asked -> kinematics if the task
+// needs it -> non-finite check -> reward -> termination -> time limit -> observation -> auto-reset), then one
+// block keeps the episode statistics in world order (the ring of recent episodes, counters). Same semantics,
+// per world, as env_step in env.c; nothing comes back to the host.
+//
+// The host EnvBatch stays the mirror of the device state: env_cuda_create uploads it, env_cuda_download /
+// env_cuda_upload copy the whole state (engine SimData, step counters, reset streams, observations, episode
+// statistics) for checkpoints and resume. All pointers named *_dev or taken by the step functions are device
+// memory; buffers are world-major. Everything runs on the legacy default stream, in order with the engine's
+// (sim_cuda.h) and nn_cuda's work on that stream: no call synchronizes except upload, download and create.
+#ifndef ADJ_ENVS_ENV_CUDA_H
+#define ADJ_ENVS_ENV_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "envs/env.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct EnvCuda EnvCuda;
+
+// What env_cuda_step stores of one control step (device arrays; any pointer may be NULL: not stored).
+typedef struct {
+  float *pre_qpos, *pre_qvel;                 // (N, nq), (N, nv) state before the step
+  float *post_qpos, *post_qvel, *post_ctrl;   // (N, nq), (N, nv), (N, max(nu, 1)) after it, before an auto-reset
+  float* next_obs;                            // (N, obs_dim) observation after the step, before an auto-reset
+  float* reward;                              // (N)
+  uint8_t *terminated, *truncated;            // (N) as EnvBatch's
+} EnvCudaRecord;
+
+// Gradient of one recorded control step (env_cuda_step_backward); device arrays of that step t.
+typedef struct {
+  const float *pre_qpos, *pre_qvel, *post_qpos, *post_qvel, *post_ctrl, *act;  // as recorded / applied
+  const uint8_t *terminated, *truncated;
+  const float* reward_cot;    // (N) dL/dr_t
+  const float* value_mask;    // (N) nonzero where the loss has a term in the next observation (NULL: none)
+  const float* next_obs_cot;  // (N, obs_dim) dL/d(next observation) where value_mask != 0
+  const float *cot_qpos, *cot_qvel;  // (N, nv) cotangent of the post-step state from later steps (read where
+                                     // the world did not end at t; tangent space of qpos, nq == nv)
+  float* act_cot;             // (N, act_dim) out: dL/da_t (zero where non-finite)
+  float* act_cot_norm;        // (N) out: |dL/da_t| (float of the float64 norm)
+  uint8_t* nonfinite;         // (N) out: 1 where the world's cotangents were non-finite (zeroed)
+} EnvCudaStepGrad;
+
+// The device copy of host's worlds (host->m must already have gradients enabled when steps are to be recorded).
+int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, size_t errlen);
+void env_cuda_destroy(EnvCuda* e);
+const char* env_cuda_last_error(void);  // message of the last failed call
+int env_cuda_upload(EnvCuda* e, const EnvBatch* host);  // host mirror -> device (synchronous)
+int env_cuda_download(EnvCuda* e, EnvBatch* host);      // device -> host mirror (synchronous)
+
+float* env_cuda_obs(EnvCuda* e);  // (N, obs_dim) device: the observation now (after any auto-reset)
+int env_cuda_nworld(const EnvCuda* e);
+int env_cuda_tape_clear(EnvCuda* e);
+// One control step from actions act (N, act_dim), optionally recorded on the engine tape (record_tape) and in rec.
+int env_cuda_step(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record_tape);
+// Pops the last recorded control step: post-state cotangent (g->cot_* unless the world ended, + reward VJP +
+// next-observation VJP) -> engine backward -> the pre-state cotangent (kept in the engine's adj_qpos/adj_qvel)
+// and act_cot through the task's act VJP. Non-finite cotangents of a world are zeroed and flagged.
+int env_cuda_step_backward(EnvCuda* e, const EnvCudaStepGrad* g);
+// cot_q/cot_v (N, nv) = the pre-state cotangent left by env_cuda_step_backward + the observe VJP of obs_cot
+// (N, obs_dim) at the state (qpos, qvel, ctrl) (obs_cot NULL: the engine cotangent only).
+int env_cuda_pre_state_cotangent(EnvCuda* e, const float* qpos, const float* qvel, const float* ctrl,
+                                 const float* obs_cot, float* cot_q, float* cot_v);
+// Sum over worlds of the engine's adj_nconstraint counters into *out_dev (device int64), stream-ordered.
+int env_cuda_constraint_evals(EnvCuda* e, long long* out_dev);
+
+// Per-iteration statistics: stats_begin enqueues the copy of the episode counters, the recent-episode ring,
+// the reward sum and the overflow totals to pinned host memory; after the stream is synchronized, stats_end
+// writes them into host (stats, recent_return/_len, reward_total; host may be NULL) and the overflow totals
+// (all worlds, cumulative; before the first stats_begin: the uploaded host totals) into *contacts / *rows (may be NULL).
+int env_cuda_stats_begin(EnvCuda* e);
+void env_cuda_stats_end(EnvCuda* e, EnvBatch* host, double* contacts, double* rows);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

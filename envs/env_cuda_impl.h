@@ -1,0 +1,64 @@
+// env_cuda_impl.h: internals shared by envs/env_cuda.cu (host API, statistics) and the per-task kernel files
+// generated from envs/env_cuda_task.cuh (CUDA translation units only).
+#ifndef ADJ_ENVS_ENV_CUDA_IMPL_H
+#define ADJ_ENVS_ENV_CUDA_IMPL_H
+
+#include <stdint.h>
+
+#include "envs/env.h"
+#include "envs/env_cuda.h"
+#include "sim/cuda/sim_cuda.h"
+#include "sim/sim_model.h"
+
+#define ENV_CUDA_WPB 4  // warps (worlds) per block of the per-world kernels
+
+// episode statistics on the device, copied to the host once per iteration
+typedef struct {
+  long long stats[2];     // finished episodes, non-finite resets
+  double reward_total;
+  double contacts, rows;  // overflow totals (filled by env_cuda_stats_begin)
+  double recent_return[ENV_RECENT];
+  int recent_len[ENV_RECENT];
+} EnvCudaStats;
+
+// device state and scratch of the batch (pointers into device memory), passed by value to kernels
+typedef struct {
+  int N, O, A, nub, fs, needs_kin, episode_steps;
+  int* t;               // (N)
+  uint64_t* rng;        // (N)
+  int* nan_seen;        // (N)
+  float* obs;           // (N, O)
+  double* ep_return;    // (N)
+  EnvCudaStats* stats;
+  float* rew;           // (N) reward of the last step
+  unsigned char* done;  // (N) the episode ended at the last step
+  unsigned char* bad;   // (N) ... after a non-finite state
+  double* fin_ret;      // (N) return of the episode that ended
+  int* fin_len;         // (N)
+  float* du;            // (N, nub) ctrl cotangent scratch of the backward
+} EnvDev;
+
+struct EnvCuda;
+// one task's launchers (defined in its generated kernel files)
+typedef struct EnvCudaTask {
+  const char* name;
+  void (*step)(struct EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record);
+  void (*backward)(struct EnvCuda* e, const EnvCudaStepGrad* g);
+  void (*pre_cot)(struct EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot,
+                  float* cq, float* cv);
+} EnvCudaTask;
+
+struct EnvCuda {
+  const EnvCudaTask* task;
+  SimCuda* g;
+  const SimModel* dm;  // device model
+  const SimData* dd;   // device SimData struct
+  SimData hd;          // its host copy (device pointers)
+  int nq, nv, nu, nbody, ngeom;
+  int adj;             // the model has gradients enabled (tape, cotangents)
+  EnvDev E;
+  void* block;                      // the device allocation of E's arrays
+  EnvCudaStats* stats_host;         // pinned
+};
+
+#endif

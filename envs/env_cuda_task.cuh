@@ -1,0 +1,220 @@
+// env_cuda_task.cuh: the per-world kernels of one task, templated on a traits struct of the task's SIM_FN
+// functions. CMake generates two translation units per task from this header (envs/CMakeLists.txt):
+//   env_cuda_step_<task>.cu:  #include this, #include "envs/<task>.c", ENV_CUDA_TRAITS(task) ENV_CUDA_STEP(task)
+//   env_cuda_grad_<task>.cu:  ... ENV_CUDA_TRAITS(task) ENV_CUDA_GRAD(task)
+// so that each kernel (each inlines the whole engine) compiles in parallel with the others.
+//
+// k_env_step (one warp per world): act -> control step (recorded on the tape when asked) -> kinematics if the
+// task needs it -> non-finite check -> reward -> termination -> time limit -> observation -> auto-reset, as
+// env_step (env.c) does per world. k_env_backward (one warp per world): reward and next-observation VJPs at the
+// post-step state, the engine's control-step backward, the act VJP at the pre-step state, non-finite check.
+// k_env_pre_cot (one thread per world): the observe VJP at a stored state added to the engine's cotangent.
+#ifndef ADJ_ENVS_ENV_CUDA_TASK_CUH
+#define ADJ_ENVS_ENV_CUDA_TASK_CUH
+
+#include <cuda_runtime.h>
+#include <float.h>
+#include <string.h>
+
+#include "sim/sim_forward.c"
+#include "envs/env_cuda_impl.h"
+
+#define ENV_FULL_MASK 0xffffffffu
+
+template <class T>
+__global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const float* act, EnvCudaRecord rec,
+                           int record) {
+  int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (w >= d->nworld) return;  // per warp: whole warps leave
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  const int nq = m->nq, nv = m->nv, nu = m->nu, O = E.O, nub = E.nub;
+  const float* a = act + (size_t)w * E.A;
+  if (rec.pre_qpos)
+    for (int i = lane; i < nq; i += 32) rec.pre_qpos[(size_t)w * nq + i] = wd.qpos[i];
+  if (rec.pre_qvel)
+    for (int i = lane; i < nv; i += 32) rec.pre_qvel[(size_t)w * nv + i] = wd.qvel[i];
+  T::act(m, &wd, a, lane, 32);
+  sim_control_step_world(m, &wd, E.fs, record, lane, 32);
+  if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
+  __syncwarp();  // every lane's writes of the step visible to lane 0's reward
+  // the engine reset this world after a non-finite state: the episode ends there, value 0
+  int bad = wd.nan_count[0] != E.nan_seen[w];
+  int tt = E.t[w] + 1;
+  double ret0 = E.ep_return[w];
+  sim_real r = 0;
+  int term = 0;
+  if (lane == 0) {
+    r = bad ? 0 : T::reward(m, &wd, a);
+    if (!(r == r)) r = 0, bad = 1;  // a non-finite reward ends the episode too
+    term = bad || T::terminated(m, &wd);
+  }
+  __syncwarp();
+  r = __shfl_sync(ENV_FULL_MASK, r, 0);
+  term = __shfl_sync(ENV_FULL_MASK, term, 0);
+  bad = __shfl_sync(ENV_FULL_MASK, bad, 0);
+  int trunc = !term && tt >= E.episode_steps;
+  double ret = ret0 + (double)r;
+  if (lane == 0) {
+    E.nan_seen[w] = wd.nan_count[0];
+    E.t[w] = tt;
+    E.ep_return[w] = ret;
+    E.rew[w] = r;
+    E.done[w] = (unsigned char)(term || trunc);
+    E.bad[w] = (unsigned char)bad;
+    if (rec.reward) rec.reward[w] = r;
+    if (rec.terminated) rec.terminated[w] = (uint8_t)term;
+    if (rec.truncated) rec.truncated[w] = (uint8_t)trunc;
+  }
+  float* o = E.obs + (size_t)w * O;
+  T::observe(m, &wd, o, lane, 32);
+  if (rec.next_obs)
+    for (int i = lane; i < O; i += 32) rec.next_obs[(size_t)w * O + i] = o[i];
+  if (rec.post_qpos)
+    for (int i = lane; i < nq; i += 32) rec.post_qpos[(size_t)w * nq + i] = wd.qpos[i];
+  if (rec.post_qvel)
+    for (int i = lane; i < nv; i += 32) rec.post_qvel[(size_t)w * nv + i] = wd.qvel[i];
+  if (rec.post_ctrl)
+    for (int i = lane; i < nu; i += 32) rec.post_ctrl[(size_t)w * nub + i] = wd.ctrl[i];
+  __syncwarp();
+  if (term || trunc) {  // warp-uniform
+    if (lane == 0) E.fin_ret[w] = ret, E.fin_len[w] = tt;
+    sim_reset_world(m, &wd, -1, lane, 32);
+    T::reset(m, &wd, &E.rng[w], lane, 32);
+    if (lane == 0) E.t[w] = 0, E.ep_return[w] = 0;
+    if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
+    T::observe(m, &wd, o, lane, 32);
+  }
+}
+
+template <class T>
+__global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, EnvCudaStepGrad g) {
+  int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  const int nq = m->nq, nv = m->nv, nu = m->nu, nub = E.nub, A = E.A, O = E.O;
+  const int done = g.terminated[w] | g.truncated[w];
+  // cotangent of the post-step state: the future (unless the world ended here) ...
+  for (int i = lane; i < nv; i += 32) {
+    wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
+    wd.adj_qvel[i] = done ? 0 : g.cot_qvel[(size_t)w * nv + i];
+  }
+  __syncwarp();
+  const float* a = g.act + (size_t)w * A;
+  float* du = E.du + (size_t)w * nub;
+  if (lane == 0) {
+    sim_real *q0 = wd.qpos, *v0 = wd.qvel, *u0 = wd.ctrl;
+    for (int k = 0; k < nub; k++) du[k] = 0;
+    // ... + the reward and the next observation's value, at the post-step state (lane 0's own view)
+    wd.qpos = (sim_real*)g.post_qpos + (size_t)w * nq;
+    wd.qvel = (sim_real*)g.post_qvel + (size_t)w * nv;
+    wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
+    T::reward_vjp(m, &wd, a, g.reward_cot[w], wd.adj_qpos, wd.adj_qvel, du);
+    if (g.value_mask && g.value_mask[w] != 0)
+      T::observe_vjp(m, &wd, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
+    wd.qpos = q0, wd.qvel = v0, wd.ctrl = u0;
+  }
+  __syncwarp();
+  // the step: post-state cotangent -> pre-state cotangent and ctrl cotangent
+  sim_control_step_backward_world(m, &wd, E.fs, lane, 32);
+  __syncwarp();
+  if (lane == 0) {
+    // the action: ctrl -> action, at the pre-step state with the step's ctrl
+    for (int k = 0; k < nu; k++) du[k] += wd.adj_ctrl[k];
+    float* da = g.act_cot + (size_t)w * A;
+    for (int j = 0; j < A; j++) da[j] = 0;
+    wd.qpos = (sim_real*)g.pre_qpos + (size_t)w * nq;
+    wd.qvel = (sim_real*)g.pre_qvel + (size_t)w * nv;
+    wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
+    T::act_vjp(m, &wd, a, du, da);
+    sim_world(m, d, w, &wd);
+    int fin = 1;
+    for (int j = 0; j < A; j++) fin &= fabsf(da[j]) <= FLT_MAX;
+    for (int k = 0; k < nv; k++) fin &= fabsf(wd.adj_qpos[k]) <= FLT_MAX && fabsf(wd.adj_qvel[k]) <= FLT_MAX;
+    if (!fin) {
+      for (int j = 0; j < A; j++) da[j] = 0;
+      for (int k = 0; k < nv; k++) wd.adj_qpos[k] = 0, wd.adj_qvel[k] = 0;
+    }
+    double n2 = 0;
+    for (int j = 0; j < A; j++) n2 += (double)da[j] * da[j];
+    g.act_cot_norm[w] = (float)sqrt(n2);
+    g.nonfinite[w] = (uint8_t)!fin;
+  }
+}
+
+template <class T>
+__global__ void k_env_pre_cot(const SimModel* m, const SimData* d, EnvDev E, const float* q, const float* v,
+                              const float* u, const float* obs_cot, float* cq, float* cv) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= E.N) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  const int nq = m->nq, nv = m->nv;
+  for (int i = 0; i < nv; i++) cq[(size_t)w * nv + i] = wd.adj_qpos[i], cv[(size_t)w * nv + i] = wd.adj_qvel[i];
+  if (!obs_cot) return;
+  wd.qpos = (sim_real*)q + (size_t)w * nq;
+  wd.qvel = (sim_real*)v + (size_t)w * nv;
+  wd.ctrl = (sim_real*)u + (size_t)w * E.nub;
+  T::observe_vjp(m, &wd, obs_cot + (size_t)w * E.O, cq + (size_t)w * nv, cv + (size_t)w * nv);
+}
+
+static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1) / ENV_CUDA_WPB); }
+
+// the traits struct EnvT_<task> over the task file's functions
+#define ENV_CUDA_TRAITS(task)                                                                                  \
+  struct EnvT_##task {                                                                                         \
+    static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, uint64_t* r, int l, int n) { \
+      task##_reset(m, d, r, l, n);                                                                             \
+    }                                                                                                          \
+    static __device__ __forceinline__ void act(const SimModel* m, SimWorld* d, const sim_real* a, int l,      \
+                                               int n) {                                                        \
+      task##_act(m, d, a, l, n);                                                                               \
+    }                                                                                                          \
+    static __device__ __forceinline__ sim_real reward(const SimModel* m, const SimWorld* d,                    \
+                                                      const sim_real* a) {                                     \
+      return task##_reward(m, d, a);                                                                           \
+    }                                                                                                          \
+    static __device__ __forceinline__ int terminated(const SimModel* m, const SimWorld* d) {                   \
+      return task##_terminated(m, d);                                                                          \
+    }                                                                                                          \
+    static __device__ __forceinline__ void observe(const SimModel* m, const SimWorld* d, sim_real* o, int l,  \
+                                                   int n) {                                                    \
+      task##_observe(m, d, o, l, n);                                                                           \
+    }                                                                                                          \
+    static __device__ __forceinline__ void observe_vjp(const SimModel* m, const SimWorld* d,                   \
+                                                       const sim_real* g, sim_real* dq, sim_real* dv) {        \
+      task##_observe_vjp(m, d, g, dq, dv);                                                                     \
+    }                                                                                                          \
+    static __device__ __forceinline__ void reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* a, \
+                                                      sim_real dr, sim_real* dq, sim_real* dv, sim_real* dc) { \
+      task##_reward_vjp(m, d, a, dr, dq, dv, dc);                                                              \
+    }                                                                                                          \
+    static __device__ __forceinline__ void act_vjp(const SimModel* m, const SimWorld* d, const sim_real* a,   \
+                                                   const sim_real* dc, sim_real* da) {                         \
+      task##_act_vjp(m, d, a, dc, da);                                                                         \
+    }                                                                                                          \
+  };
+
+// env_cuda_step_<task>: the step launcher
+#define ENV_CUDA_STEP(task)                                                                                  \
+  void env_cuda_step_##task(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record) {            \
+    EnvCudaRecord r;                                                                                         \
+    if (rec) r = *rec;                                                                                       \
+    else memset(&r, 0, sizeof(r));                                                                           \
+    k_env_step<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, act, r,      \
+                                                                            record);                         \
+  }
+
+// env_cuda_backward_<task>, env_cuda_pre_cot_<task>: the gradient launchers
+#define ENV_CUDA_GRAD(task)                                                                                  \
+  void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g) {                                      \
+    k_env_backward<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, *g);     \
+  }                                                                                                          \
+  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u,                   \
+                               const float* obs_cot, float* cq, float* cv) {                                 \
+    k_env_pre_cot<EnvT_##task><<<(unsigned)((e->E.N + 127) / 128), 128>>>(e->dm, e->dd, e->E, q, v, u,      \
+                                                                          obs_cot, cq, cv);                  \
+  }
+
+#endif
