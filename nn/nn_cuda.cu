@@ -1076,6 +1076,7 @@ extern "C" int nn_cuda_adam_step(NnCudaAdam* a, float* p, const float* g) {
 }
 
 extern "C" float* nn_cuda_adam_ema(NnCudaAdam* a) { return a->ema; }
+extern "C" const double* nn_cuda_adam_grad_norm_dev(const NnCudaAdam* a) { return &a->sc->norm; }
 
 extern "C" int nn_cuda_adam_download(NnCudaAdam* a, float* m, float* v, float* ema, int64_t* step, double* norm) {
   if (!a) return NN_EINVAL;

@@ -57,6 +57,8 @@ void nn_cuda_adam_destroy(NnCudaAdam* a);
 // One step (global-norm clip, schedule, bias correction, AdamW or L2, EMA), entirely on the device.
 int nn_cuda_adam_step(NnCudaAdam* a, float* params_dev, const float* grads_dev);
 float* nn_cuda_adam_ema(NnCudaAdam* a);  // device (n) or NULL
+// device (1): the gradient norm (before clipping) of the last step, for logging without a synchronization
+const double* nn_cuda_adam_grad_norm_dev(const NnCudaAdam* a);
 // Host copies for checkpoints (any pointer may be NULL); synchronous.
 int nn_cuda_adam_download(NnCudaAdam* a, float* m, float* v, float* ema, int64_t* step, double* last_grad_norm);
 int nn_cuda_adam_upload(NnCudaAdam* a, const float* m, const float* v, const float* ema, const int64_t* step);
