@@ -6,8 +6,9 @@
 // algorithm's future is exposed through `state` as named arrays (checkpointed bit-exactly); `policy_only`
 // selects the subset evaluation needs (parameters, normalizer), which does not depend on env.num_envs.
 //
-// Device readiness: buffers are world-major and rollouts touch the host only through EnvBatch; the CUDA trainer
-// will keep the same state names so checkpoints move between backends.
+// Backends: run.device cpu runs these on the CPU engine; run.device cuda runs algo_cuda.h's versions, which keep
+// the same state names (checkpoints move between backends) and use the EnvBatch as the host mirror of their
+// device state (the two hooks at the end of AlgoOps; NULL on the CPU).
 #ifndef ADJ_ALGO_ALGO_H
 #define ADJ_ALGO_ALGO_H
 
@@ -42,12 +43,19 @@ typedef struct AlgoOps {
   int (*act_eval)(void* s, const float* obs, int n, float* act);
   const char* const* metric_names;
   int n_metrics;
+  // device backends only (NULL on the CPU): sync copies the whole run state between the device and the host
+  // mirror (env's arrays and the arrays `state` names): to_host 1 before a checkpoint, 0 before the first
+  // iteration (after a resume's read); overflow gives the contacts / constraint rows dropped so far, all worlds.
+  int (*sync)(void* s, EnvBatch* env, int to_host);
+  void (*overflow)(void* s, double* contacts, double* rows);
 } AlgoOps;
 
 extern const AlgoOps algo_ppo;
 extern const AlgoOps algo_shac;  // algo.name shac and nablamimic (the ∇Mimic options are config keys)
 // Algorithms by algo.name; NULL with a message when the algorithm is not available (yet).
 const AlgoOps* algo_find(const char* name, char* err, size_t errlen);
+// The same for a run.device (cpu | cuda); NULL with a message where that backend is not built or has no device.
+const AlgoOps* algo_find_device(const char* name, const char* device, char* err, size_t errlen);
 
 // Wall-clock seconds (monotonic) for time splits.
 double algo_now(void);

@@ -396,4 +396,5 @@ static int ppo_act_eval(void* p, const float* obs, int n, float* act) {
   return nn_mlp_infer(s->actor, nn_mlp_params(s->actor), s->nobs, n, act);
 }
 
-const AlgoOps algo_ppo = {"ppo", ppo_create, ppo_destroy, ppo_iterate, ppo_state, ppo_act_eval, kMetrics, M_COUNT};
+const AlgoOps algo_ppo = {"ppo", ppo_create, ppo_destroy, ppo_iterate, ppo_state, ppo_act_eval, kMetrics, M_COUNT,
+                          NULL, NULL};

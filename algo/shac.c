@@ -562,4 +562,4 @@ static int shac_act_eval(void* p, const float* obs, int n, float* act) {
 }
 
 const AlgoOps algo_shac = {"shac", shac_create, shac_destroy, shac_iterate, shac_state, shac_act_eval, kMetrics,
-                           M_COUNT};
+                           M_COUNT, NULL, NULL};

@@ -199,12 +199,8 @@ static void fmt_duration(double s, char* buf, size_t len) {
 
 int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   const Cfg* c = &o->cfg;
-  const AlgoOps* ops = algo_find(c->algo_name, err, errlen);
+  const AlgoOps* ops = algo_find_device(c->algo_name, c->run_device, err, errlen);  // cpu, or cuda (algo_cuda.h)
   if (!ops) return TRAIN_EUSER;
-  if (strcmp(c->run_device, "cpu")) {
-    snprintf(err, errlen, "run.device '%s': the trainer runs on the CPU backend only for now", c->run_device);
-    return TRAIN_EUSER;
-  }
   if (c->env_num_envs > 1 << 24) {
     snprintf(err, errlen, "env.num_envs too large");
     return TRAIN_EUSER;
@@ -268,6 +264,12 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     }
     if (!o->quiet) fprintf(stderr, "resuming %s at iteration %lld\n", ckpt, (long long)ts.iteration);
   }
+  // a device backend takes the host mirror's state (random start steps, or the checkpoint just read)
+  if (ops->sync && ops->sync(algo, env, 0)) {
+    snprintf(err, errlen, "%s (%s): cannot upload the run's state", ops->name, c->run_device);
+    rc = TRAIN_ERUN;
+    goto done;
+  }
   snprintf(path, sizeof(path), "%s/metrics.csv", o->run_dir);
   metrics = open_metrics(path, ops, ts.iteration, o->resume, err, errlen);
   if (!metrics) {
@@ -297,7 +299,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     AlgoTimes tm = {0, 0, 0};
     int64_t nan_before = env->stats[1];
     double rew_before = env->reward_total, con_before, rows_before;
-    overflow_totals(env, &con_before, &rows_before);
+    if (ops->overflow) ops->overflow(algo, &con_before, &rows_before);
+    else overflow_totals(env, &con_before, &rows_before);
     if (ops->iterate(algo, env, am, &tm)) {
       snprintf(err, errlen, "%s: iteration %lld failed", ops->name, (long long)ts.iteration + 1);
       rc = TRAIN_ERUN;
@@ -312,7 +315,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     row[0] = (double)ts.iteration, row[1] = (double)ts.env_steps, row[2] = ret, row[3] = len;
     row[4] = (double)env->stats[0], row[5] = (double)(env->stats[1] - nan_before);
     row[6] = (env->reward_total - rew_before) / (double)steps_per_it;
-    overflow_totals(env, &row[7], &row[8]);
+    if (ops->overflow) ops->overflow(algo, &row[7], &row[8]);
+    else overflow_totals(env, &row[7], &row[8]);
     row[7] -= con_before, row[8] -= rows_before;
     for (int i = 0; i < ops->n_metrics; i++) row[NTR + i] = am[i];
     double* tr = row + NTR + ops->n_metrics;
@@ -331,6 +335,11 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       tb_scalars(tb, ts.iteration, ft, fv, nf);
     }
     int ck = (c->run_checkpoint_every > 0 && ts.iteration % c->run_checkpoint_every == 0) || ts.iteration == total;
+    if (ck && ops->sync && ops->sync(algo, env, 1)) {
+      snprintf(err, errlen, "%s (%s): cannot download the run's state", ops->name, c->run_device);
+      rc = TRAIN_ERUN;
+      goto done;
+    }
     if (ck && (rc = save_checkpoint(o, &ts, env, ops, algo, err, errlen))) goto done;
     if (!o->quiet) {
       double el = algo_now() - start;

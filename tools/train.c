@@ -21,7 +21,7 @@ static const char* kTrainUsage =
     "       adjoint train --resume RUN_DIR [--max-iterations N]\n"
     "options:\n"
     "  --seed N            run.seed\n"
-    "  --device cpu|cuda   run.device (the trainer runs on cpu for now)\n"
+    "  --device cpu|cuda   run.device: cuda runs rollout, gradients and networks on the GPU (algo/algo_cuda.h)\n"
     "  --num-envs N        env.num_envs\n"
     "  --run-dir DIR       run directory (default logs/<config name>-<UTC timestamp>)\n"
     "  --max-iterations N  run.max_iterations: the run's total (may be raised on --resume)\n"

@@ -1,0 +1,678 @@
+// shac_cuda.cu: SHAC and the ∇Mimic options on the CUDA backend (algo_cuda.h). The algorithm of shac.c, step
+// for step (see its header for the math); here every step is a device operation on the legacy default stream:
+//  1. rollout: per control step the actor (nn_cuda, the normalizer frozen) on the observations, k_act (squashed
+//     Gaussian a = tanh(z + sigma eps) per world stream), the fused env step (envs/env_cuda.h) recording the
+//     engine tape and the pre/post-step states;
+//  2. the target critic's values of the next observations and the loss coefficients (k_coef, one thread per
+//     world), and, in one batched backward, the value terms' observation cotangents for every (t, w);
+//  3. backward through time, t = H-1..0: env_cuda_step_backward (reward and bootstrap VJPs, the engine's
+//     control-step backward, the act VJP; one warp per world), k_median (one block: non-finite count, the
+//     median of |dL/da| over the worlds by selection, ∇Mimic (a)'s limit and clip count), k_clip, the actor's
+//     recomputed forward and backward (input gradient), the normalizer backward and the observe VJP at the
+//     pre-step state (env_cuda_pre_state_cotangent) for the cotangent carried to t-1;
+//  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets then SHAC_REGRESSION_STEPS Adam steps),
+//  5. TD(lambda) targets (k_td, one thread per world), critic minibatch passes, k_polyak, normalizer update.
+// Scalars for the metrics accumulate in a device array (float64) and come back once, with the environment's
+// episode statistics, at the end of the iteration.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo_cuda.h"
+#include "algo/algo_cuda_util.cuh"
+#include "envs/env_cuda.h"
+#include "nn/nn_cuda.h"
+
+#define SHAC_REGRESSION_STEPS 4  // as shac.c
+
+static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
+                                       "value_mean", "action_grad_median", "action_grad_clip_fraction",
+                                       "loss_regression", "nonfinite_grads", "constraint_evals"};
+enum { M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_COUNT };
+// device scalars beyond the metrics
+enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
+
+typedef struct {
+  Cfg c;
+  int N, O, A, H, nq, nv, nu, nub, fs, nmb, mb, regress;
+  double clip_k, eta, sigma;
+  EnvCuda* E;
+  NnCudaMlp *actor_lin, *actor, *critic, *targ;  // actor_lin: the actor without its output tanh (shac.c)
+  NnCudaNorm* norm;
+  NnCudaAdam *adam_a, *adam_c;
+  NnAdamConfig acfg;
+  int64_t na, nc;
+  int64_t asteps;    // the actor Adam's steps (host count, for the learning-rate metric)
+  int norm_started;  // the normalizer has statistics (shac.c's first-iteration update done)
+  cudaEvent_t ev[4];
+  // host mirror of the state (checkpoints)
+  float *h_actor, *h_critic, *h_targ, *h_ema, *h_am, *h_av, *h_cm, *h_cv;
+  int64_t h_astep, h_cstep;
+  double h_ncount, *h_nmean, *h_nm2;
+  uint64_t* h_rng;
+  double* h_metrics;  // pinned (D_NSLOT)
+  // device
+  void* block;
+  uint64_t* act_rng;  // (N)
+  float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;  // (H, N, ...)
+  uint8_t *term, *trunc, *nonfinite;
+  float *pre_q, *pre_v, *post_q, *post_v, *post_u;
+  float *dobs_boot, *dx_boot;       // (H N, O)
+  float *cq, *cv;                   // (N, nv)
+  float *z, *dact, *gnorm;          // (N, A), (N, A), (N)
+  float *dx, *dobs, *xs;            // (N, O); xs: aligned copy of a step's input
+  float *gsum;                      // (na)
+  float *gtarget, *ybuf;            // (H N, A)
+  float *cx, *cy, *cdy;             // critic minibatch (mb, O), (mb), (mb)
+  double* dpart;                    // per-world / per-element partial sums (max(H N A, N))
+  double* metrics;                  // (D_NSLOT)
+  long long* constr;                // (2) adj_nconstraint sums at the iteration's start and end
+} ShacCuda;
+
+static uint64_t mix(uint64_t seed, uint64_t k) {  // shac.c's
+  uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
+  return env_rng_next(&s);
+}
+
+// ---- kernels ----
+// mu = tanh(z), a = tanh(z + sigma eps) per world (float64 as shac.c), eps from the world's stream
+static __global__ void k_act(const float* __restrict__ z, int N, int A, double sigma, uint64_t* rng, float* mu, float* act) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= N) return;
+  uint64_t r = rng[w];
+  for (int j = 0; j < A; j++) {
+    size_t i = (size_t)w * A + j;
+    double zz = z[i];
+    mu[i] = (float)tanh(zz);
+    if (sigma > 0) zz += sigma * env_rng_normal(&r);
+    act[i] = (float)tanh(zz);
+  }
+  rng[w] = r;
+}
+
+// V = 0 after a termination; loss coefficients and the world's part of the actor loss (shac.c step 2)
+static __global__ void k_coef(int N, int H, double gamma, const float* __restrict__ rew, const uint8_t* __restrict__ term,
+                       const uint8_t* __restrict__ trunc, float* nxt_val, float* coef_r, float* coef_v,
+                       double* loss_w) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= N) return;
+  double inv = 1.0 / ((double)H * N), g = 1, loss = 0;
+  for (int t = 0; t < H; t++) {
+    size_t i = (size_t)t * N + w;
+    if (term[i]) nxt_val[i] = 0;
+    int done = term[i] | trunc[i];
+    coef_r[i] = (float)(-g * inv);
+    loss += -g * inv * rew[i];
+    coef_v[i] = 0;
+    if ((done || t == H - 1) && !term[i]) {
+      coef_v[i] = (float)(-g * gamma * inv);
+      loss += -g * gamma * inv * nxt_val[i];
+    }
+    g *= gamma;
+    if (done) g = 1;
+  }
+  loss_w[w] = loss;
+}
+
+// one block: non-finite count, median of |dL/da| over the worlds, the clip limit and the clip count
+static __global__ void k_median(const float* __restrict__ gnorm, const uint8_t* __restrict__ nonfinite, int N,
+                         double clip_k, double* M) {
+  __shared__ int sh[AC_RED_THREADS];
+  int nf = 0;
+  for (int w = threadIdx.x; w < N; w += AC_RED_THREADS) nf += nonfinite[w];
+  nf = ac_block_sum(nf, sh);
+  double med;
+  if (N % 2) {
+    med = ac_block_select(gnorm, N, N / 2, sh);
+  } else {
+    float lo = ac_block_select(gnorm, N, N / 2 - 1, sh), hi = ac_block_select(gnorm, N, N / 2, sh);
+    med = 0.5 * ((double)lo + hi);
+  }
+  double lim = clip_k * med;
+  int nc = 0;
+  if (clip_k > 0)
+    for (int w = threadIdx.x; w < N; w += AC_RED_THREADS) nc += gnorm[w] > lim;
+  nc = ac_block_sum(nc, sh);
+  if (threadIdx.x == 0) {
+    M[M_NONFINITE] += nf;
+    M[M_AGMED] += med;
+    M[M_AGCLIP] += nc;
+    M[D_LIM] = lim;
+  }
+}
+
+// ∇Mimic (a) clip at the limit, keep dL/da (targets), then through tanh(z + noise)
+static __global__ void k_clip(float* dact, const float* __restrict__ gnorm, const float* __restrict__ act, int N, int A,
+                       int clip, const double* __restrict__ M, float* gtarget) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= N) return;
+  double lim = M[D_LIM];
+  float sc = 1;
+  int scale = clip && gnorm[w] > lim;
+  if (scale) sc = (float)(lim / gnorm[w]);
+  for (int j = 0; j < A; j++) {
+    size_t i = (size_t)w * A + j;
+    float d = dact[i];
+    if (scale) d *= sc;
+    gtarget[i] = d;
+    dact[i] = d * (1 - act[i] * act[i]);
+  }
+}
+
+// ∇Mimic (b): targets a* = clamp(mu - eta g / (|g| + 1e-8), -1, 1) in place of g
+static __global__ void k_targets(float* g, const float* __restrict__ mu, long long n, int A, double eta) {
+  long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  float* gr = g + r * A;
+  const float* m = mu + r * A;
+  double n2 = 0;
+  for (int j = 0; j < A; j++) n2 += (double)gr[j] * gr[j];
+  double sc = n2 > 0 ? eta / (sqrt(n2) + 1e-8) : 0;
+  for (int j = 0; j < A; j++) {
+    double a = (double)m[j] - sc * (double)gr[j];
+    gr[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
+  }
+}
+
+// y <- (y - target) / n (the regression loss's gradient), part = 0.5 (y - target)^2
+static __global__ void k_reg_grad(float* y, const float* __restrict__ tg, long long n, double HN, double* part) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double e = (double)y[i] - (double)tg[i];
+  part[i] = 0.5 * e * e;
+  y[i] = (float)(e / HN);
+}
+
+// critic minibatch: dy = 2 (y - target) / mb, part = (y - target)^2
+static __global__ void k_mse(const float* __restrict__ y, const float* __restrict__ tg, int mb, float* dy, double* part) {
+  int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= mb) return;
+  double e = (double)y[k] - (double)tg[k];
+  part[k] = e * e;
+  dy[k] = (float)(2 * e / mb);
+}
+
+// TD(lambda) targets (DiffRL's recursion, last step forced done) and the world's sum of targets
+static __global__ void k_td(int N, int H, double gamma, double lam, const float* __restrict__ rew,
+                     const float* __restrict__ nxt_val, const uint8_t* __restrict__ term,
+                     const uint8_t* __restrict__ trunc, float* tgt, double* vsum_w) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= N) return;
+  double Ai = 0, Bi = 0, lm = 1, vs = 0;
+  for (int t = H - 1; t >= 0; t--) {
+    size_t i = (size_t)t * N + w;
+    double d = (term[i] | trunc[i] | (t == H - 1)) ? 1 : 0;
+    double r = rew[i], v = nxt_val[i];
+    lm = lm * lam * (1 - d) + d;
+    if (lam < 1) Ai = (1 - d) * (lam * gamma * Ai + gamma * v + (1 - lm) / (1 - lam) * r);
+    Bi = gamma * (v * d + Bi * (1 - d)) + r;
+    tgt[i] = (float)(lam < 1 ? (1 - lam) * Ai + lm * Bi : Bi);
+    vs += tgt[i];
+  }
+  vsum_w[w] = vs;
+}
+
+static __global__ void k_polyak(float* tp, const float* __restrict__ cp, long long n, float tau) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) tp[i] = tau * tp[i] + (1 - tau) * cp[i];
+}
+
+static __global__ void k_scalar_add(double* dst, const double* __restrict__ src, double scale) { *dst += scale * *src; }
+static __global__ void k_scalar_set(double* dst, const double* __restrict__ src, double scale) { *dst = scale * *src; }
+static __global__ void k_constr(double* dst, const long long* c) { *dst = (double)(c[1] - c[0]); }
+
+// ---- host ----
+static int mirror_download(ShacCuda* s);
+static void shac_cuda_destroy(void* p) {
+  ShacCuda* s = (ShacCuda*)p;
+  if (!s) return;
+  env_cuda_destroy(s->E);
+  nn_cuda_mlp_destroy(s->actor_lin), nn_cuda_mlp_destroy(s->actor), nn_cuda_mlp_destroy(s->critic);
+  nn_cuda_mlp_destroy(s->targ);
+  nn_cuda_norm_destroy(s->norm);
+  nn_cuda_adam_destroy(s->adam_a), nn_cuda_adam_destroy(s->adam_c);
+  for (int i = 0; i < 4; i++)
+    if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+  cudaFree(s->block);
+  if (s->h_metrics) cudaFreeHost(s->h_metrics);
+  free(s->h_actor), free(s->h_critic), free(s->h_targ), free(s->h_ema), free(s->h_am), free(s->h_av);
+  free(s->h_cm), free(s->h_cv), free(s->h_nmean), free(s->h_nm2), free(s->h_rng);
+  free(s);
+}
+
+static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t errlen) {
+  *out = NULL;
+  if (algo_shac.n_metrics != M_COUNT) {
+    snprintf(err, errlen, "shac (cuda): metric list differs from shac.c's");
+    return -1;
+  }
+  for (int i = 0; i < M_COUNT; i++)
+    if (strcmp(algo_shac.metric_names[i], kMetrics[i])) {
+      snprintf(err, errlen, "shac (cuda): metric %d differs from shac.c's", i);
+      return -1;
+    }
+  ShacCuda* s = (ShacCuda*)calloc(1, sizeof(ShacCuda));
+  if (!s) return -1;
+  s->c = *c;
+  s->N = env->nworld, s->O = env->obs_dim, s->A = env->act_dim, s->H = (int)c->algo_horizon;
+  s->nq = env->m->nq, s->nv = env->m->nv, s->nu = env->m->nu, s->nub = s->nu ? s->nu : 1;
+  s->fs = env->task->info.frame_skip;
+  s->nmb = (int)c->shac_critic_minibatches;
+  s->clip_k = c->nablamimic_action_grad_clip_k, s->eta = c->nablamimic_target_action_step;
+  s->regress = s->eta > 0;
+  s->sigma = c->policy_init_noise_std;
+  int64_t HN = (int64_t)s->H * s->N;
+  if (s->nq != s->nv) {
+    snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
+    free(s);
+    return -1;
+  }
+  if (HN % s->nmb || HN > (1 << 28)) {
+    snprintf(err, errlen, "shac: horizon x num_envs (%lld) must be divisible by shac.critic_minibatches (%d)",
+             (long long)HN, s->nmb);
+    free(s);
+    return -1;
+  }
+  s->mb = (int)(HN / s->nmb);
+  if (env_enable_gradients(env, s->H * s->fs)) {
+    snprintf(err, errlen, "shac: cannot enable the engine's gradients");
+    free(s);
+    return -1;
+  }
+  if (env_cuda_create(&s->E, env, err, errlen)) {
+    free(s);
+    return -1;
+  }
+  int maxb = (int)HN, N = s->N, O = s->O, A = s->A;
+  NnConfig ac, cc;
+  algo_net_config(&ac, c, &c->policy_actor_hidden, O, A, NN_ACT_TANH);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, O, 1, NN_ACT_NONE);
+  NnConfig lc = ac;
+  lc.out_act = NN_ACT_NONE;
+  int rc = nn_cuda_mlp_create(&s->actor, &ac, maxb > N ? maxb : N, 0, NULL);
+  if (!rc) rc = nn_cuda_mlp_create(&s->actor_lin, &lc, N, 0, NULL);
+  if (!rc) rc = nn_cuda_mlp_create(&s->critic, &cc, maxb, 0, NULL);
+  if (!rc) rc = nn_cuda_mlp_create(&s->targ, &cc, maxb, 0, NULL);
+  if (!rc && c->policy_obs_norm) rc = nn_cuda_norm_create(&s->norm, O, 1e-8, c->policy_obs_clip, maxb, NULL);
+  uint64_t seed = (uint64_t)c->run_seed;
+  if (!rc) rc = nn_cuda_mlp_init(s->actor, mix(seed, 1));
+  if (!rc) rc = nn_cuda_mlp_init(s->critic, mix(seed, 2));
+  if (rc) {
+    snprintf(err, errlen, "shac (cuda): network setup failed: %s", nn_strerror(rc));
+    shac_cuda_destroy(s);
+    return -1;
+  }
+  s->na = nn_cuda_mlp_param_count(s->actor), s->nc = nn_cuda_mlp_param_count(s->critic);
+  int linear = !strcmp(c->shac_lr_schedule, "linear");
+  int64_t iters = c->shac_lr_schedule_iterations;
+  NnAdamConfig aa;
+  memset(&aa, 0, sizeof(aa));
+  aa.lr = c->shac_actor_lr, aa.beta1 = c->shac_beta1, aa.beta2 = c->shac_beta2, aa.eps = 1e-8;
+  aa.max_grad_norm = c->shac_actor_grad_norm;
+  aa.schedule = linear ? NN_LR_LINEAR : NN_LR_CONSTANT, aa.lr_end = 1e-5;
+  aa.total_steps = iters * (s->regress ? SHAC_REGRESSION_STEPS : 1);
+  aa.ema_decay = c->nablamimic_policy_ema_decay;
+  s->acfg = aa;
+  NnAdamConfig ca = aa;
+  ca.lr = c->shac_critic_lr, ca.max_grad_norm = c->shac_critic_grad_norm, ca.ema_decay = 0;
+  ca.total_steps = iters * c->shac_critic_iterations * s->nmb;
+  rc = nn_cuda_adam_create(&s->adam_a, &aa, s->na, nn_cuda_mlp_params(s->actor), NULL);
+  if (!rc) rc = nn_cuda_adam_create(&s->adam_c, &ca, s->nc, nn_cuda_mlp_params(s->critic), NULL);
+  // every batch size planned now (no planning inside the iterations)
+  if (!rc) rc = nn_cuda_mlp_prepare(s->actor_lin, N);
+  if (!rc) rc = nn_cuda_mlp_prepare(s->actor, N);
+  if (!rc && s->regress) rc = nn_cuda_mlp_prepare(s->actor, maxb);
+  if (!rc) rc = nn_cuda_mlp_prepare(s->critic, s->mb);
+  if (!rc) rc = nn_cuda_mlp_prepare(s->targ, maxb);
+  if (rc) {
+    snprintf(err, errlen, "shac (cuda): setup failed: %s", nn_strerror(rc));
+    shac_cuda_destroy(s);
+    return -1;
+  }
+  // device buffers: one allocation
+  size_t hn = (size_t)HN, n = (size_t)N, nq = (size_t)s->nq, nv = (size_t)s->nv, nub = (size_t)s->nub;
+  size_t a = (size_t)A, o = (size_t)O, mbz = (size_t)s->mb;
+  size_t part = hn * a > n ? hn * a : n;
+  part = part > mbz ? part : mbz;
+  size_t sz = 0, off[64];
+  int k = 0;
+#define SLOT(bytes) (off[k++] = sz, sz += ac_al(bytes))
+  SLOT(8 * n);                                                       // act_rng
+  SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn * a), SLOT(4 * hn * a);  // obs nobs mu act
+  SLOT(4 * hn), SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn);    // rew nxt_obs nxt_nobs nxt_val
+  SLOT(4 * hn), SLOT(4 * hn), SLOT(4 * hn);                          // tgt coef_r coef_v
+  SLOT(hn), SLOT(hn), SLOT(n);                                       // term trunc nonfinite
+  SLOT(4 * hn * nq), SLOT(4 * hn * nv), SLOT(4 * hn * nq), SLOT(4 * hn * nv), SLOT(4 * hn * nub);  // states
+  SLOT(4 * hn * o), SLOT(4 * hn * o);                                // dobs_boot dx_boot
+  SLOT(4 * n * nv), SLOT(4 * n * nv);                                // cq cv
+  SLOT(4 * n * a), SLOT(4 * n * a), SLOT(4 * n);                     // z dact gnorm
+  SLOT(4 * n * o), SLOT(4 * n * o), SLOT(4 * n * o);                 // dx dobs xs
+  SLOT(4 * (size_t)s->na);                                           // gsum
+  SLOT(4 * hn * a), SLOT(4 * hn * a);                                // gtarget ybuf
+  SLOT(4 * mbz * o), SLOT(4 * mbz), SLOT(4 * mbz);                   // cx cy cdy
+  SLOT(8 * part), SLOT(8 * D_NSLOT), SLOT(8 * 2);                    // dpart metrics constr
+#undef SLOT
+  int ok = cudaMalloc(&s->block, sz) == cudaSuccess && cudaMemset(s->block, 0, sz) == cudaSuccess;
+  for (int i = 0; i < 4 && ok; i++) ok = cudaEventCreate(&s->ev[i]) == cudaSuccess;
+  ok = ok && cudaMallocHost((void**)&s->h_metrics, 8 * D_NSLOT) == cudaSuccess;
+  if (!ok) {
+    snprintf(err, errlen, "shac (cuda): out of device memory (%zu bytes)", sz);
+    shac_cuda_destroy(s);
+    return -1;
+  }
+  char* b = (char*)s->block;
+  k = 0;
+#define TAKE(p, type) (p = (type*)(b + off[k++]))
+  TAKE(s->act_rng, uint64_t);
+  TAKE(s->obs, float), TAKE(s->nobs, float), TAKE(s->mu, float), TAKE(s->act, float);
+  TAKE(s->rew, float), TAKE(s->nxt_obs, float), TAKE(s->nxt_nobs, float), TAKE(s->nxt_val, float);
+  TAKE(s->tgt, float), TAKE(s->coef_r, float), TAKE(s->coef_v, float);
+  TAKE(s->term, uint8_t), TAKE(s->trunc, uint8_t), TAKE(s->nonfinite, uint8_t);
+  TAKE(s->pre_q, float), TAKE(s->pre_v, float), TAKE(s->post_q, float), TAKE(s->post_v, float), TAKE(s->post_u, float);
+  TAKE(s->dobs_boot, float), TAKE(s->dx_boot, float);
+  TAKE(s->cq, float), TAKE(s->cv, float);
+  TAKE(s->z, float), TAKE(s->dact, float), TAKE(s->gnorm, float);
+  TAKE(s->dx, float), TAKE(s->dobs, float), TAKE(s->xs, float);
+  TAKE(s->gsum, float);
+  TAKE(s->gtarget, float), TAKE(s->ybuf, float);
+  TAKE(s->cx, float), TAKE(s->cy, float), TAKE(s->cdy, float);
+  TAKE(s->dpart, double), TAKE(s->metrics, double), TAKE(s->constr, long long);
+#undef TAKE
+  // host mirror
+  size_t na = (size_t)s->na, nc = (size_t)s->nc;
+  s->h_actor = (float*)calloc(na, 4), s->h_ema = (float*)calloc(na, 4);
+  s->h_am = (float*)calloc(na, 4), s->h_av = (float*)calloc(na, 4);
+  s->h_critic = (float*)calloc(nc, 4), s->h_targ = (float*)calloc(nc, 4);
+  s->h_cm = (float*)calloc(nc, 4), s->h_cv = (float*)calloc(nc, 4);
+  s->h_nmean = (double*)calloc(o, 8), s->h_nm2 = (double*)calloc(o, 8);
+  s->h_rng = (uint64_t*)calloc(n, 8);
+  if (!s->h_actor || !s->h_ema || !s->h_am || !s->h_av || !s->h_critic || !s->h_targ || !s->h_cm || !s->h_cv ||
+      !s->h_nmean || !s->h_nm2 || !s->h_rng) {
+    snprintf(err, errlen, "shac (cuda): out of memory");
+    shac_cuda_destroy(s);
+    return -1;
+  }
+  for (int w = 0; w < N; w++) s->h_rng[w] = mix(mix(seed, 4), (uint64_t)w);
+  // the target critic starts as the critic; the noise streams as shac.c's
+  if (cudaMemcpy(nn_cuda_mlp_params(s->targ), nn_cuda_mlp_params(s->critic), 4 * nc, cudaMemcpyDeviceToDevice) ||
+      cudaMemcpy(s->act_rng, s->h_rng, 8 * n, cudaMemcpyHostToDevice)) {
+    snprintf(err, errlen, "shac (cuda): %s", cudaGetErrorString(cudaGetLastError()));
+    shac_cuda_destroy(s);
+    return -1;
+  }
+  if (mirror_download(s)) {
+    snprintf(err, errlen, "shac (cuda): cannot read the device state back");
+    shac_cuda_destroy(s);
+    return -1;
+  }
+  *out = s;
+  return 0;
+}
+
+static int normalize(ShacCuda* s, const float* x, int n, float* y) {
+  if (s->norm) AC_NN(nn_cuda_norm_apply(s->norm, x, n, y));
+  else AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+  return 0;
+}
+static int normalize_backward(ShacCuda* s, const float* x, const float* dy, int n, float* dx) {
+  if (s->norm) AC_NN(nn_cuda_norm_backward(s->norm, x, dy, n, dx));
+  else AC_CK(cudaMemcpyAsync(dx, dy, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+  return 0;
+}
+
+// steps 1-3 (shac.c's shac_rollout_grad): rollout, loss, backward through time; scalars into s->metrics
+static int rollout_grad(ShacCuda* s) {
+  const int N = s->N, O = s->O, A = s->A, H = s->H, nq = s->nq, nv = s->nv, nub = s->nub;
+  const size_t HN = (size_t)H * N;
+  double* M = s->metrics;
+  AC_CK(cudaMemsetAsync(M, 0, 8 * D_NSLOT, 0));
+  AC_CK(cudaMemcpyAsync(nn_cuda_mlp_params(s->actor_lin), nn_cuda_mlp_params(s->actor), 4 * (size_t)s->na,
+                        cudaMemcpyDeviceToDevice, 0));
+  if (s->norm && !s->norm_started) AC_NN(nn_cuda_norm_update(s->norm, env_cuda_obs(s->E), N));  // first iteration
+  s->norm_started = 1;
+  if (env_cuda_constraint_evals(s->E, s->constr) || env_cuda_tape_clear(s->E)) return -1;
+  AC_CK(cudaEventRecord(s->ev[0], 0));
+  // ---- 1. rollout (tape on) ----
+  const float* actor_lin_p = nn_cuda_mlp_params(s->actor_lin);
+  for (int t = 0; t < H; t++) {
+    size_t base = (size_t)t * N;
+    float* ob = s->obs + base * O;
+    float* nob = s->nobs + base * O;
+    AC_CK(cudaMemcpyAsync(ob, env_cuda_obs(s->E), sizeof(float) * N * O, cudaMemcpyDeviceToDevice, 0));
+    if (normalize(s, ob, N, nob)) return -1;
+    AC_NN(nn_cuda_mlp_infer(s->actor_lin, actor_lin_p, ac_aligned(nob, (long long)N * O, s->xs), N, s->z));
+    k_act<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->act_rng, s->mu + base * A, s->act + base * A);
+    AC_LAUNCHED();
+    EnvCudaRecord rec;
+    rec.pre_qpos = s->pre_q + base * nq, rec.pre_qvel = s->pre_v + base * nv;
+    rec.post_qpos = s->post_q + base * nq, rec.post_qvel = s->post_v + base * nv, rec.post_ctrl = s->post_u + base * nub;
+    rec.next_obs = s->nxt_obs + base * O, rec.reward = s->rew + base;
+    rec.terminated = s->term + base, rec.truncated = s->trunc + base;
+    if (env_cuda_step(s->E, s->act + base * A, &rec, 1)) {
+      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
+      return -1;
+    }
+  }
+  AC_CK(cudaEventRecord(s->ev[1], 0));
+  // ---- 2. values of the next states, loss coefficients, the value terms' observation cotangents ----
+  if (normalize(s, s->nxt_obs, (int)HN, s->nxt_nobs)) return -1;
+  AC_NN(nn_cuda_mlp_forward(s->targ, s->nxt_nobs, (int)HN, s->nxt_val));
+  k_coef<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->rew, s->term, s->trunc, s->nxt_val, s->coef_r,
+                                       s->coef_v, s->dpart);
+  AC_LAUNCHED();
+  if (ac_sum(s->dpart, N, 1.0, 0, M + M_ACTOR)) return -1;
+  AC_NN(nn_cuda_mlp_backward(s->targ, s->coef_v, s->dx_boot));  // rows with coef_v = 0 give 0 (and are skipped)
+  if (normalize_backward(s, s->nxt_obs, s->dx_boot, (int)HN, s->dobs_boot)) return -1;
+  // ---- 3. backward through time ----
+  AC_CK(cudaMemsetAsync(s->cq, 0, 4 * (size_t)N * nv, 0));
+  AC_CK(cudaMemsetAsync(s->cv, 0, 4 * (size_t)N * nv, 0));
+  AC_CK(cudaMemsetAsync(s->gsum, 0, 4 * (size_t)s->na, 0));
+  for (int t = H - 1; t >= 0; t--) {
+    size_t base = (size_t)t * N;
+    EnvCudaStepGrad g;
+    g.pre_qpos = s->pre_q + base * nq, g.pre_qvel = s->pre_v + base * nv;
+    g.post_qpos = s->post_q + base * nq, g.post_qvel = s->post_v + base * nv, g.post_ctrl = s->post_u + base * nub;
+    g.act = s->act + base * A, g.terminated = s->term + base, g.truncated = s->trunc + base;
+    g.reward_cot = s->coef_r + base, g.value_mask = s->coef_v + base, g.next_obs_cot = s->dobs_boot + base * O;
+    g.cot_qpos = s->cq, g.cot_qvel = s->cv;
+    g.act_cot = s->dact, g.act_cot_norm = s->gnorm, g.nonfinite = s->nonfinite;
+    if (env_cuda_step_backward(s->E, &g)) {
+      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
+      return -1;
+    }
+    // ∇Mimic (a): per-world clip at k x the median norm over the worlds of this step
+    k_median<<<1, AC_RED_THREADS>>>(s->gnorm, s->nonfinite, N, s->clip_k, M);
+    AC_LAUNCHED();
+    k_clip<<<ac_blocks(N), AC_THREADS>>>(s->dact, s->gnorm, s->act + base * A, N, A, s->clip_k > 0, M,
+                                         s->gtarget + base * A);
+    AC_LAUNCHED();
+    // the policy: recomputed forward, backward with the input gradient
+    AC_NN(nn_cuda_mlp_forward(s->actor_lin, ac_aligned(s->nobs + base * O, (long long)N * O, s->xs), N, s->z));
+    AC_NN(nn_cuda_mlp_backward(s->actor_lin, s->dact, s->dx));
+    if (!s->regress) {
+      ac_k_add<<<ac_blocks(s->na), AC_THREADS>>>(s->gsum, nn_cuda_mlp_grads(s->actor_lin), s->na);
+      AC_LAUNCHED();
+    }
+    if (normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs)) return -1;
+    if (env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub,
+                                     s->dobs, s->cq, s->cv)) {
+      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
+      return -1;
+    }
+  }
+  if (env_cuda_constraint_evals(s->E, s->constr + 1)) return -1;
+  k_constr<<<1, 1>>>(M + M_CONSTR, s->constr);
+  AC_LAUNCHED();
+  AC_CK(cudaEventRecord(s->ev[2], 0));
+  return 0;
+}
+
+static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+  ShacCuda* s = (ShacCuda*)p;
+  const int N = s->N, O = s->O, A = s->A, H = s->H;
+  const long long HN = (long long)H * N;
+  double* M = s->metrics;
+  float* actor_p = nn_cuda_mlp_params(s->actor);
+  if (rollout_grad(s)) return -1;
+  // ---- 4. actor update ----
+  if (!s->regress) {
+    AC_NN(nn_cuda_adam_step(s->adam_a, actor_p, s->gsum));
+    s->asteps++;
+    k_scalar_set<<<1, 1>>>(M + M_GRADNORM, nn_cuda_adam_grad_norm_dev(s->adam_a), 1.0);
+    AC_LAUNCHED();
+  } else {
+    // ∇Mimic (b): fixed targets, then regression steps (full batch)
+    k_targets<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, HN, A, s->eta);
+    AC_LAUNCHED();
+    for (int k = 0; k < SHAC_REGRESSION_STEPS; k++) {
+      AC_NN(nn_cuda_mlp_forward(s->actor, s->nobs, (int)HN, s->ybuf));
+      k_reg_grad<<<ac_blocks(HN * A), AC_THREADS>>>(s->ybuf, s->gtarget, HN * A, (double)HN, s->dpart);
+      AC_LAUNCHED();
+      if (k == 0 && ac_sum(s->dpart, HN * A, 1.0 / (double)HN, 0, M + M_REG)) return -1;
+      AC_NN(nn_cuda_mlp_backward(s->actor, s->ybuf, NULL));
+      AC_NN(nn_cuda_adam_step(s->adam_a, actor_p, nn_cuda_mlp_grads(s->actor)));
+      s->asteps++;
+      k_scalar_add<<<1, 1>>>(M + M_GRADNORM, nn_cuda_adam_grad_norm_dev(s->adam_a), 1.0 / SHAC_REGRESSION_STEPS);
+      AC_LAUNCHED();
+    }
+  }
+  // ---- 5. critic: TD(lambda) targets, minibatch passes, target update ----
+  k_td<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->c.algo_lambda, s->rew, s->nxt_val, s->term, s->trunc,
+                                     s->tgt, s->dpart);
+  AC_LAUNCHED();
+  if (ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE)) return -1;
+  float* cp = nn_cuda_mlp_params(s->critic);
+  const int mb = s->mb;
+  const int iters = (int)s->c.shac_critic_iterations;
+  for (int it = 0; it < iters; it++) {
+    for (int b = 0; b < s->nmb; b++) {
+      size_t off = (size_t)b * mb;
+      AC_NN(nn_cuda_mlp_forward(s->critic, ac_aligned(s->nobs + off * O, (long long)mb * O, s->cx), mb, s->cy));
+      k_mse<<<ac_blocks(mb), AC_THREADS>>>(s->cy, s->tgt + off, mb, s->cdy, s->dpart);
+      AC_LAUNCHED();
+      if (it == iters - 1 && ac_sum(s->dpart, mb, 1.0, b > 0, M + D_CLOSS)) return -1;  // the last pass's loss
+      AC_NN(nn_cuda_mlp_backward(s->critic, s->cdy, NULL));
+      AC_NN(nn_cuda_adam_step(s->adam_c, cp, nn_cuda_mlp_grads(s->critic)));
+    }
+  }
+  k_scalar_set<<<1, 1>>>(M + M_CRITIC, M + D_CLOSS, 1.0 / (double)HN);
+  AC_LAUNCHED();
+  k_polyak<<<ac_blocks(s->nc), AC_THREADS>>>(nn_cuda_mlp_params(s->targ), cp, s->nc, (float)s->c.shac_target_tau);
+  AC_LAUNCHED();
+  // normalizer: the rollout's observations (frozen during the iteration, as DiffRL)
+  if (s->norm) AC_NN(nn_cuda_norm_update(s->norm, s->obs, (int)HN));
+  AC_CK(cudaEventRecord(s->ev[3], 0));
+  // ---- the logged scalars, once ----
+  if (env_cuda_stats_begin(s->E)) {
+    fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
+    return -1;
+  }
+  AC_CK(cudaMemcpyAsync(s->h_metrics, M, 8 * D_NSLOT, cudaMemcpyDeviceToHost, 0));
+  AC_CK(cudaStreamSynchronize(0));
+  env_cuda_stats_end(s->E, env, NULL, NULL);
+  for (int k = 0; k < M_COUNT; k++) metrics[k] = s->h_metrics[k];
+  metrics[M_AGMED] /= H;
+  metrics[M_AGCLIP] /= (double)HN;
+  metrics[M_LR] = nn_adam_lr(&s->acfg, s->asteps);
+  tm->sim += ac_elapsed(s->ev[0], s->ev[1]);
+  tm->backward += ac_elapsed(s->ev[1], s->ev[2]);
+  tm->networks += ac_elapsed(s->ev[2], s->ev[3]);
+  return 0;
+}
+
+static int shac_cuda_state(void* p, CkTensor* t, int max, int policy_only) {
+  ShacCuda* s = (ShacCuda*)p;
+  int n = 0;
+  n = ckpt_add(t, n, max, "shac/actor", CK_F32, s->h_actor, s->na, 0);
+  if (s->norm) {
+    n = ckpt_add(t, n, max, "shac/obs_norm/count", CK_F64, &s->h_ncount, 1, 0);
+    n = ckpt_add(t, n, max, "shac/obs_norm/mean", CK_F64, s->h_nmean, s->O, 0);
+    n = ckpt_add(t, n, max, "shac/obs_norm/m2", CK_F64, s->h_nm2, s->O, 0);
+  }
+  if (s->acfg.ema_decay > 0) n = ckpt_add(t, n, max, "shac/ema", CK_F32, s->h_ema, s->na, 0);
+  if (policy_only) return n;
+  n = ckpt_add(t, n, max, "shac/critic", CK_F32, s->h_critic, s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/critic_target", CK_F32, s->h_targ, s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/adam_actor/m", CK_F32, s->h_am, s->na, 0);
+  n = ckpt_add(t, n, max, "shac/adam_actor/v", CK_F32, s->h_av, s->na, 0);
+  n = ckpt_add(t, n, max, "shac/adam_actor/step", CK_I64, &s->h_astep, 1, 0);
+  n = ckpt_add(t, n, max, "shac/adam_critic/m", CK_F32, s->h_cm, s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/adam_critic/v", CK_F32, s->h_cv, s->nc, 0);
+  n = ckpt_add(t, n, max, "shac/adam_critic/step", CK_I64, &s->h_cstep, 1, 0);
+  n = ckpt_add(t, n, max, "shac/action_rng", CK_I64, s->h_rng, s->N, 0);
+  return n;
+}
+
+// the algorithm's device state -> host mirror (create fills the mirror once, so that sync(0) of a fresh run
+// uploads what the device already holds)
+static int mirror_download(ShacCuda* s) {
+  AC_NN(nn_cuda_mlp_get_params(s->actor, s->h_actor));
+  AC_NN(nn_cuda_mlp_get_params(s->critic, s->h_critic));
+  AC_NN(nn_cuda_mlp_get_params(s->targ, s->h_targ));
+  AC_NN(nn_cuda_adam_download(s->adam_a, s->h_am, s->h_av, s->acfg.ema_decay > 0 ? s->h_ema : NULL, &s->h_astep,
+                              NULL));
+  AC_NN(nn_cuda_adam_download(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep, NULL));
+  if (s->norm) AC_NN(nn_cuda_norm_download(s->norm, &s->h_ncount, s->h_nmean, s->h_nm2));
+  AC_CK(cudaMemcpy(s->h_rng, s->act_rng, 8 * (size_t)s->N, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+static int shac_cuda_sync(void* p, EnvBatch* env, int to_host) {
+  ShacCuda* s = (ShacCuda*)p;
+  if (to_host) {
+    if (mirror_download(s)) return -1;
+    if (env_cuda_download(s->E, env)) {
+      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
+      return -1;
+    }
+    return 0;
+  }
+  AC_NN(nn_cuda_mlp_set_params(s->actor, s->h_actor));
+  AC_NN(nn_cuda_mlp_set_params(s->critic, s->h_critic));
+  AC_NN(nn_cuda_mlp_set_params(s->targ, s->h_targ));
+  AC_NN(nn_cuda_adam_upload(s->adam_a, s->h_am, s->h_av, s->acfg.ema_decay > 0 ? s->h_ema : NULL, &s->h_astep));
+  AC_NN(nn_cuda_adam_upload(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep));
+  if (s->norm) AC_NN(nn_cuda_norm_upload(s->norm, s->h_ncount, s->h_nmean, s->h_nm2));
+  AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
+  if (env_cuda_upload(s->E, env)) {
+    fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
+    return -1;
+  }
+  s->asteps = s->h_astep;
+  s->norm_started = !s->norm || s->h_ncount > 0;  // shac.c: the first iteration's update where count == 0
+  return 0;
+}
+
+static void shac_cuda_overflow(void* p, double* contacts, double* rows) {
+  ShacCuda* s = (ShacCuda*)p;
+  env_cuda_stats_end(s->E, NULL, contacts, rows);
+}
+
+// deterministic action tanh(actor(norm(obs))), with the EMA parameters when ∇Mimic (c) is on
+static int shac_cuda_act_eval(void* p, const float* obs, int n, float* act) {
+  ShacCuda* s = (ShacCuda*)p;
+  if (n > s->N) return -1;
+  AC_CK(cudaMemcpy(s->dobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
+  if (normalize(s, s->dobs, n, s->xs)) return -1;
+  float* ema = nn_cuda_adam_ema(s->adam_a);
+  AC_NN(nn_cuda_mlp_infer(s->actor, ema ? ema : nn_cuda_mlp_params(s->actor), s->xs, n, s->z));
+  AC_CK(cudaMemcpy(act, s->z, sizeof(float) * (size_t)n * s->A, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss, float* grad, float* action_grad) {
+  ShacCuda* s = (ShacCuda*)p;
+  (void)env;
+  if (rollout_grad(s)) return -1;
+  AC_CK(cudaMemcpy(s->h_metrics, s->metrics, 8 * D_NSLOT, cudaMemcpyDeviceToHost));
+  if (loss) *loss = s->h_metrics[M_ACTOR];
+  if (grad) AC_CK(cudaMemcpy(grad, s->gsum, 4 * (size_t)s->na, cudaMemcpyDeviceToHost));
+  if (action_grad)
+    AC_CK(cudaMemcpy(action_grad, s->gtarget, 4 * (size_t)s->H * s->N * s->A, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+extern "C" const AlgoOps algo_shac_cuda = {"shac",        shac_cuda_create,   shac_cuda_destroy, shac_cuda_iterate,
+                                           shac_cuda_state, shac_cuda_act_eval, kMetrics,          M_COUNT,
+                                           shac_cuda_sync,  shac_cuda_overflow};
