@@ -1,8 +1,10 @@
 // env.h: the task interface and the batched environment.
 //
-// A task is one file, envs/<task>.c, of per-world SIM_FN functions (host C now, device code later: the CUDA
-// backend will #include the task file next to sim_forward.c and fuse act -> step -> reward -> observe ->
-// auto-reset into one kernel per control step, so an iteration needs no host round trip). Per world:
+// A task is one file, envs/<task>.c, of per-world SIM_FN functions, host C and device code: the CUDA build
+// compiles every envs/<task>.c next to the engine (envs/env_cuda.h; CMake generates the translation units, as
+// C++) and fuses act -> step -> reward -> observe -> auto-reset into one kernel per control step and world, so
+// a CUDA iteration needs no host round trip. So keep the per-world functions in the common C/C++ subset, and
+// the host table (ENV_TASK_HOST, names) under #ifndef __CUDACC__ as cartpole.c does. Per world:
 //   void     <task>_reset(const SimModel*, SimWorld*, uint64_t* rng, int lane, int nlane)  // after sim reset
 //   void     <task>_act(const SimModel*, SimWorld*, const sim_real* act /*(act_dim)*/, int lane, int nlane)
 //   sim_real <task>_reward(const SimModel*, const SimWorld*, const sim_real* act)  // after the step
