@@ -30,7 +30,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
 
 // clang-format off
 #define CFG_TABLE(X) \
-  X(env, task, ENUM, "cartpole", "cartpole", CFG_H, "task (envs/<task>.c)") \
+  X(env, task, ENUM, "cartpole", "cartpole|hopper", CFG_H, "task (envs/<task>.c)") \
   X(env, num_envs, INT, "64", "[1, 1048576]", CFG_H, "parallel worlds") \
   X(env, episode_steps, INT, "0", "[0, 100000000]", CFG_H, "control steps per episode (0: the task's default)") \
   X(env, random_start_step, BOOL, "false", "", CFG_H, "start each world's first episode at a random step (decorrelates worlds)") \

@@ -9,7 +9,8 @@
 #include <string.h>
 
 extern const EnvTask env_task_cartpole;
-static const EnvTask* const kTasks[] = {&env_task_cartpole};
+extern const EnvTask env_task_hopper;
+static const EnvTask* const kTasks[] = {&env_task_cartpole, &env_task_hopper};
 #define NTASKS ((int)(sizeof(kTasks) / sizeof(kTasks[0])))
 
 const EnvTask* env_find_task(const char* name) {
@@ -18,7 +19,7 @@ const EnvTask* env_find_task(const char* name) {
   return NULL;
 }
 
-const char* env_task_names(void) { return "cartpole"; }
+const char* env_task_names(void) { return "cartpole|hopper"; }
 
 static void reset_world(EnvBatch* e, int w) {
   sim_reset(e->m, e->d, w, -1);

@@ -1,0 +1,140 @@
+// hopper.c: forward hopping with dm_control's planar hopper model, rewarded and terminated as Gym's Hopper.
+//
+// Model hopper/hopper.xml (dm_control suite, through the asset search path; never copied into the repo): Euler,
+// timestep 0.005 s (the model's own, so no override), frame_skip 4 -> a 20 ms control step, 1000 control steps
+// (20 s) per episode. Joints, all 1-dof (nq == nv == 7): rootx (slide x), rootz (slide z), rooty (hinge y: the
+// torso's pitch), waist (+-30 deg), hip (-170..10 deg), knee (5..150 deg), ankle (+-45 deg); motors with
+// ctrlrange [-1, 1] and gear 30 / 40 / 30 / 10 (waist, hip, knee, ankle). The torso body sits at z = 1 in the
+// model, so the torso height is h = HOPPER_Z0 + qpos[rootz] with HOPPER_Z0 = 1 (standing on the extended leg:
+// h ~ 0.94; rootz = 0 leaves the foot 6 cm above the floor).
+//
+// Observation (13): [qpos[1:7], V * tanh(qvel / V)] = rootz, rooty, waist, hip, knee, ankle, then the 7 joint
+//   velocities softly bounded to +-V (V = HOPPER_VEL_SCALE = 10): Gym clips qvel to +-10; tanh keeps the bound
+//   and a non-zero gradient (slope 1 - tanh^2, ~1 for |qvel| << 10). rootx is not observed (translation).
+// Action (4): ctrl = clip(a, -1, 1) (the motors' ctrlrange; a NaN action gives ctrl 0).
+// Reward, after the step, at the post-step state (Gym Hopper-v4's terms and weights):
+//   r = qvel[rootx] + HOPPER_ALIVE - HOPPER_CTRL_COST * |ctrl|^2,   HOPPER_ALIVE = 1, HOPPER_CTRL_COST = 1e-3
+//   qvel[rootx] is the torso body's forward velocity (m/s) at the end of the control step (Gym uses the
+//   step's mean, (x' - x) / dt, which a post-step reward cannot see). The alive bonus is paid on every step,
+//   the terminating one included (Gym with terminate_when_unhealthy). Smooth in (qvel, ctrl).
+// Termination (Gym's healthy checks, the height threshold scaled to this model): the episode ends when
+//   h <= HOPPER_MIN_Z = 0.6, or |rooty| >= HOPPER_MAX_ANGLE = 0.2 rad, or any |qpos[2:]| or |qvel| >= 100
+//   (HOPPER_MAX_STATE). Gym's 0.7 for its 1.25 m torso puts the hip at ~50% of its standing height; 0.6 does
+//   the same here (hip 0.25 m below the torso origin, extended leg 0.69 m) and is dm_control's stand height.
+// Reset (after the engine's reset to qpos0): every joint at qpos0 clamped into [lo + c, hi - c] of its range
+//   where limited (qpos0 = 0 lies below the knee's 5 deg limit: the knee starts at 5 deg + c), plus
+//   U(-c, c) with c = HOPPER_RESET_NOISE = 5e-3 (Gym's reset_noise_scale); qvel = U(-c, c). rootx gets no noise
+//   (nothing depends on it), so qpos[rootx] / time is exactly the mean forward speed since the reset.
+// Episode statistics (ENV_TASK_HOST_STATS, at an episode's final state): forward_distance = qpos[rootx] (m),
+//   forward_speed = qpos[rootx] / time (m/s, the displacement over the simulated time since the reset).
+//
+// Contacts (the foot, calf, ... on the floor) and the joint limits are constraint rows: SHAC differentiates
+// through them only once the constraint adjoint lands (sim/sim_adjoint_constraint.c); the reward and
+// observation VJPs here are exact either way.
+#include "envs/env.h"
+
+#define HOPPER_Z0 1.0            // the torso body's height at rootz = 0 (hopper.xml: body torso pos="0 0 1")
+#define HOPPER_VEL_SCALE 10.0    // observed velocities: V tanh(qvel / V)
+#define HOPPER_ALIVE 1.0         // alive bonus per control step
+#define HOPPER_CTRL_COST 1e-3    // control cost weight on |ctrl|^2
+#define HOPPER_MIN_Z 0.6         // healthy: torso height h > 0.6 m
+#define HOPPER_MAX_ANGLE 0.2     // healthy: |torso pitch| < 0.2 rad
+#define HOPPER_MAX_STATE 100.0   // healthy: |qpos[2:]|, |qvel| < 100
+#define HOPPER_RESET_NOISE 5e-3  // reset noise half-width on qpos (rootx excluded) and qvel
+
+#ifdef SIM_DOUBLE  // tanh in the engine's precision (sim_port.h has no wrapper for it)
+#define hopper_tanh tanh
+#else
+#define hopper_tanh tanhf
+#endif
+
+SIM_FN void hopper_reset(const SimModel* m, SimWorld* d, uint64_t* rng, int lane, int nlane) {
+  if (lane == 0) {
+    const double c = HOPPER_RESET_NOISE;
+    for (int j = 0; j < m->njnt; j++) {
+      int a = m->jnt_qposadr[j];
+      double q = d->qpos[a];
+      if (m->jnt_limited[j]) {
+        double lo = m->jnt_range[2 * j] + c, hi = m->jnt_range[2 * j + 1] - c;
+        q = q < lo ? lo : (q > hi ? hi : q);
+      }
+      double u = env_rng_uniform(rng);
+      if (j > 0) q += c * (2 * u - 1);  // joint 0 is rootx: no noise (the draw is kept for a fixed stream)
+      d->qpos[a] = (sim_real)q;
+    }
+    for (int i = 0; i < m->nv; i++) d->qvel[i] = (sim_real)(c * (2 * env_rng_uniform(rng) - 1));
+    for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0;
+  }
+  SIM_SYNC();
+}
+
+SIM_FN void hopper_act(const SimModel* m, SimWorld* d, const sim_real* act, int lane, int nlane) {
+  for (int i = lane; i < m->nu; i += nlane) {
+    sim_real a = act[i];
+    d->ctrl[i] = a > 1 ? 1 : (a < -1 ? -1 : a);
+    if (a != a) d->ctrl[i] = 0;  // a NaN action must not poison the world
+  }
+  SIM_SYNC();
+}
+
+SIM_FN sim_real hopper_reward(const SimModel* m, const SimWorld* d, const sim_real* act) {
+  sim_real u2 = 0;
+  for (int i = 0; i < m->nu; i++) u2 += d->ctrl[i] * d->ctrl[i];
+  return d->qvel[0] + (sim_real)HOPPER_ALIVE - (sim_real)HOPPER_CTRL_COST * u2;
+}
+
+SIM_FN int hopper_terminated(const SimModel* m, const SimWorld* d) {
+  sim_real h = (sim_real)HOPPER_Z0 + d->qpos[1], th = d->qpos[2];
+  if (!(h > (sim_real)HOPPER_MIN_Z) || !(sim_fabs(th) < (sim_real)HOPPER_MAX_ANGLE)) return 1;
+  for (int i = 2; i < m->nq; i++)
+    if (!(sim_fabs(d->qpos[i]) < (sim_real)HOPPER_MAX_STATE)) return 1;
+  for (int i = 0; i < m->nv; i++)
+    if (!(sim_fabs(d->qvel[i]) < (sim_real)HOPPER_MAX_STATE)) return 1;
+  return 0;
+}
+
+SIM_FN void hopper_observe(const SimModel* m, const SimWorld* d, sim_real* obs, int lane, int nlane) {
+  const sim_real V = (sim_real)HOPPER_VEL_SCALE;
+  for (int i = lane; i < m->nq - 1; i += nlane) obs[i] = d->qpos[i + 1];
+  for (int i = lane; i < m->nv; i += nlane) obs[m->nq - 1 + i] = V * hopper_tanh(d->qvel[i] / V);
+  SIM_SYNC();
+}
+
+// ---- adjoints ----
+SIM_FN void hopper_observe_vjp(const SimModel* m, const SimWorld* d, const sim_real* g, sim_real* dqpos,
+                               sim_real* dqvel) {
+  const sim_real V = (sim_real)HOPPER_VEL_SCALE;
+  for (int i = 0; i < m->nq - 1; i++) dqpos[i + 1] += g[i];
+  for (int i = 0; i < m->nv; i++) {
+    sim_real t = hopper_tanh(d->qvel[i] / V);
+    dqvel[i] += g[m->nq - 1 + i] * (1 - t * t);
+  }
+}
+
+SIM_FN void hopper_reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, sim_real dr,
+                              sim_real* dqpos, sim_real* dqvel, sim_real* dctrl) {
+  dqvel[0] += dr;
+  for (int i = 0; i < m->nu; i++) dctrl[i] += dr * (-2 * (sim_real)HOPPER_CTRL_COST) * d->ctrl[i];
+}
+
+SIM_FN void hopper_act_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, const sim_real* dctrl,
+                           sim_real* dact) {
+  for (int i = 0; i < m->nu; i++) dact[i] += (act[i] > -1 && act[i] < 1) ? dctrl[i] : 0;  // clip
+}
+
+// ---- episode statistics (host only; at an episode's final state) ----
+SIM_FN void hopper_episode_stats(const SimModel* m, const SimWorld* d, sim_real* out) {
+  sim_real t = d->time[0];
+  out[0] = d->qpos[0];
+  out[1] = t > 0 ? d->qpos[0] / t : 0;
+}
+
+#ifndef __CUDACC__
+static const char* const hopper_obs_names[13] = {
+    "rootz",     "rooty",     "waist",     "hip",      "knee",      "ankle",     "rootx_vel",
+    "rootz_vel", "rooty_vel", "waist_vel", "hip_vel",  "knee_vel",  "ankle_vel"};
+static const char* const hopper_act_names[4] = {"waist", "hip", "knee", "ankle"};
+static const char* const hopper_stat_names[2] = {"forward_distance", "forward_speed"};
+ENV_TASK_HOST_STATS(hopper, 2, hopper_stat_names,
+                    {"hopper", "hopper/hopper.xml", 0, 13, 4, 1000, 4, 0, hopper_obs_names, hopper_act_names})
+#endif

@@ -1,0 +1,87 @@
+// algo_env_step_hopper: the batched hopper environment on the float32 engine: with zero torques the hopper
+// collapses and its episode terminates early (at the first state outside the healthy bounds, never before),
+// auto-resets to the reset distribution and reports its episode statistics; a short time limit truncates
+// (not terminates) a still-healthy hopper; the reset streams are per world.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "envs/env.h"
+#include "tests/test.h"
+
+static int unhealthy(const float* q, const float* v) {  // the documented thresholds (envs/hopper.c header)
+  if (!(1 + q[1] > 0.6f) || !(fabsf(q[2]) < 0.2f)) return 1;
+  for (int i = 2; i < 7; i++)
+    if (!(fabsf(q[i]) < 100)) return 1;
+  for (int i = 0; i < 7; i++)
+    if (!(fabsf(v[i]) < 100)) return 1;
+  return 0;
+}
+
+int main(void) {
+  EnvBatch *a, *b;
+  char err[1024];
+  if (env_create(&a, "hopper", 4, 0, 7, err, sizeof(err))) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  TEST_CHECK(a->obs_dim == 13 && a->act_dim == 4 && a->episode_steps == 1000, "dims %d %d %d", a->obs_dim,
+             a->act_dim, a->episode_steps);
+  TEST_CHECK(a->task->info.frame_skip == 4 && fabsf(a->m->timestep - 0.005f) < 1e-9f, "5 ms x 4 substeps");
+  TEST_CHECK(a->task->nstat == 2 && !strcmp(a->task->stat_names[1], "forward_speed"), "stat names");
+  TEST_CHECK(!strcmp(a->task->info.obs_names[0], "rootz") && !strcmp(a->task->info.act_names[3], "ankle"), "names");
+  TEST_CHECK(env_create(&b, "hopper", 2, 10, 7, err, sizeof(err)) == 0, "create b: %s", err);
+  TEST_CHECK(!memcmp(a->obs, b->obs, sizeof(float) * 2 * 13), "world streams depend on num_envs");
+  TEST_CHECK(memcmp(a->obs, a->obs + 13, sizeof(float) * 13), "worlds share their reset noise");
+
+  // zero torques: every world falls and terminates early, at its first unhealthy state
+  float act[16] = {0};
+  int ended[4] = {0}, nv = a->m->nv;
+  for (int t = 1; t <= 1000; t++) {
+    env_step(a, act);
+    for (int w = 0; w < 4; w++) {
+      if (ended[w]) continue;
+      TEST_CHECK(!a->truncated[w], "world %d truncated at %d", w, t);
+      if (a->terminated[w]) {
+        ended[w] = t;
+        const float* q = a->final_qpos + (size_t)w * 7;
+        const float* v = a->final_qvel + (size_t)w * nv;
+        TEST_CHECK(unhealthy(q, v), "world %d terminated in a healthy state", w);
+        TEST_CHECK(fabsf(a->reward[w] - (v[0] + 1)) < 1e-5f, "reward at the end %g vs %g", a->reward[w], v[0] + 1);
+        float* st = a->final_stats + (size_t)w * 2;
+        TEST_CHECK(st[0] == q[0] && fabsf(st[1] - q[0] / (t * 0.02f)) < 1e-4f, "stats %g %g (x %g, %d steps)", st[0],
+                   st[1], q[0], t);
+        TEST_CHECK(a->t[w] == 0 && fabsf(a->obs[(size_t)w * 13 + 0]) < 0.006f && fabsf(a->obs[(size_t)w * 13 + 1]) < 0.006f,
+                   "auto-reset to the reset pose");
+      } else {
+        // still running: the env's state is healthy
+        float q[7], v[7];
+        SimWorld wd;
+        sim_world(a->m, a->d, w, &wd);
+        memcpy(q, wd.qpos, sizeof(q)), memcpy(v, wd.qvel, sizeof(v));
+        TEST_CHECK(!unhealthy(q, v), "world %d unhealthy at %d but not terminated", w, t);
+      }
+    }
+  }
+  for (int w = 0; w < 4; w++) TEST_CHECK(ended[w] > 5 && ended[w] < 200, "world %d fell at step %d", w, ended[w]);
+  printf("zero torques: terminated at control steps %d %d %d %d\n", ended[0], ended[1], ended[2], ended[3]);
+  TEST_CHECK(a->stats[1] == 0, "non-finite resets %lld", (long long)a->stats[1]);
+
+  // time limit 10 steps: truncated (the hopper is still healthy after 0.2 s), not terminated
+  for (int t = 1; t <= 10; t++) {
+    env_step(b, act);
+    for (int w = 0; w < 2; w++) {
+      TEST_CHECK(!b->terminated[w], "world %d terminated at step %d", w, t);
+      TEST_CHECK(b->truncated[w] == (t == 10), "time limit at step %d", t);
+    }
+  }
+  TEST_CHECK(b->stats[0] == 2 && b->t[0] == 0, "2 finished episodes, auto-reset");
+  TEST_CHECK(fabsf(b->final_stats[1] - b->final_qpos[0] / 0.2f) < 1e-5f, "forward_speed over 0.2 s: %g",
+             b->final_stats[1]);
+  double mr, ml;
+  env_recent_stats(b, &mr, &ml);
+  TEST_CHECK(ml == 10 && mr > 5 && mr < 15, "mean length %g return %g", ml, mr);
+  env_destroy(a);
+  env_destroy(b);
+  return test_report("algo_env_step_hopper");
+}

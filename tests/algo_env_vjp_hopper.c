@@ -1,0 +1,149 @@
+// algo_env_vjp_hopper: the hopper task (float64 build of envs/hopper.c) on the real model (hopper/hopper.xml
+// through the float64 engine): observation, reward and action against their documented formulas, the observe /
+// reward / act VJPs against central differences of the forward functions at random states (including fast
+// joints, where the soft velocity bound bends), termination thresholds, and the reset distribution.
+#define SIM_DOUBLE
+#include "envs/hopper.c"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/test.h"
+
+static double urand(uint64_t* s, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(s); }
+
+int main(void) {
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  void* mj = NULL;
+  char msg[2048];
+  if (sim_load_mjcf("hopper/hopper.xml", &opt, &mj, msg, sizeof(msg))) {
+    fprintf(stderr, "%s\n", msg);
+    return 1;
+  }
+  SimModel* m = NULL;
+  SimData* dd = NULL;
+  TEST_CHECK(sim_model_import(mj, &m, msg, sizeof(msg)) == 0, "import: %s", msg);
+  TEST_CHECK(sim_data_create(m, 1, &dd) == 0, "data");
+  TEST_CHECK(m->nq == 7 && m->nv == 7 && m->nu == 4 && m->njnt == 7, "model sizes nq %d nv %d nu %d", m->nq, m->nv,
+             m->nu);
+  TEST_CHECK(fabs(m->timestep - 0.005) < 1e-15, "timestep %g (the task assumes 5 ms)", m->timestep);
+  TEST_CHECK(m->body_pos[1 * 3 + 2] == HOPPER_Z0, "torso body z %g != HOPPER_Z0", m->body_pos[5]);
+  for (int i = 0; i < 4; i++)
+    TEST_CHECK(m->actuator_ctrlrange[2 * i] == -1 && m->actuator_ctrlrange[2 * i + 1] == 1, "ctrlrange %d", i);
+  SimWorld d;
+  sim_world(m, dd, 0, &d);
+  const EnvTaskInfo* info = &env_task_hopper.info;
+  TEST_CHECK(info->obs_dim == 13 && info->act_dim == 4 && info->frame_skip == 4 && info->episode_steps == 1000,
+             "task info");
+
+  uint64_t rng = 2024;
+  double worst = 0;
+  int checked = 0;
+  for (int k = 0; k < 300; k++) {
+    for (int i = 0; i < 7; i++) d.qpos[i] = urand(&rng, -1, 1);
+    double vs = k % 3 == 0 ? 30 : 3;  // a third of the states with fast joints (tanh's bend)
+    for (int i = 0; i < 7; i++) d.qvel[i] = urand(&rng, -vs, vs);
+    double a[4];
+    for (int i = 0; i < 4; i++) a[i] = urand(&rng, -1.3, 1.3);
+    hopper_act(m, &d, a, 0, 1);
+    for (int i = 0; i < 4; i++)
+      TEST_CHECK(d.ctrl[i] == (a[i] > 1 ? 1 : (a[i] < -1 ? -1 : a[i])), "act clip %d: %g -> %g", i, a[i], d.ctrl[i]);
+    // forward functions against the documented formulas
+    double obs[13];
+    hopper_observe(m, &d, obs, 0, 1);
+    for (int i = 0; i < 6; i++) TEST_CHECK(obs[i] == d.qpos[i + 1], "obs %d", i);
+    for (int i = 0; i < 7; i++)
+      TEST_CHECK(fabs(obs[6 + i] - 10 * tanh(d.qvel[i] / 10)) <= 1e-15 * 10 && fabs(obs[6 + i]) < 10, "obs vel %d", i);
+    double u2 = 0;
+    for (int i = 0; i < 4; i++) u2 += d.ctrl[i] * d.ctrl[i];
+    double r = hopper_reward(m, &d, a);
+    TEST_CHECK(fabs(r - (d.qvel[0] + 1 - 1e-3 * u2)) < 1e-14, "reward %g", r);
+    // VJPs vs central differences of g . obs + dr * reward over qpos, qvel and the action
+    double g[13], dr = urand(&rng, -2, 2);
+    for (int i = 0; i < 13; i++) g[i] = urand(&rng, -1, 1);
+    double dq[7] = {0}, dv[7] = {0}, dc[4] = {0}, da[4] = {0};
+    hopper_observe_vjp(m, &d, g, dq, dv);
+    hopper_reward_vjp(m, &d, a, dr, dq, dv, dc);
+    hopper_act_vjp(m, &d, a, dc, da);
+    double* vars[18];
+    double an[18];
+    for (int i = 0; i < 7; i++) vars[i] = &d.qpos[i], an[i] = dq[i];
+    for (int i = 0; i < 7; i++) vars[7 + i] = &d.qvel[i], an[7 + i] = dv[i];
+    for (int i = 0; i < 4; i++) vars[14 + i] = &a[i], an[14 + i] = da[i];
+    for (int j = 0; j < 18; j++) {
+      if (j >= 14 && fabs(fabs(a[j - 14]) - 1) < 1e-5) continue;  // the clip's kink
+      double h = 1e-6, f[2];
+      for (int s = 0; s < 2; s++) {
+        double keep = *vars[j];
+        *vars[j] = keep + (s ? -h : h);
+        hopper_act(m, &d, a, 0, 1);
+        double o[13];
+        hopper_observe(m, &d, o, 0, 1);
+        f[s] = dr * hopper_reward(m, &d, a);
+        for (int i = 0; i < 13; i++) f[s] += g[i] * o[i];
+        *vars[j] = keep;
+      }
+      hopper_act(m, &d, a, 0, 1);
+      double fd = (f[0] - f[1]) / (2 * h), err = fabs(fd - an[j]) / (1 + fabs(fd));
+      worst = fmax(worst, err);
+      checked++;
+      TEST_CHECK(err <= 1e-7, "state %d var %d: vjp %.12g fd %.12g", k, j, an[j], fd);
+    }
+    // outside the clip the action gets no gradient; inside, d reward / d a = -2e-3 u
+    for (int i = 0; i < 4; i++)
+      if (fabs(a[i]) > 1) TEST_CHECK(da[i] == 0, "clipped action %d has gradient %g", i, da[i]);
+  }
+
+  // termination: healthy upright pose, then each threshold crossed
+  memset(d.qpos, 0, 7 * sizeof(double)), memset(d.qvel, 0, 7 * sizeof(double));
+  d.qpos[1] = -0.06;
+  TEST_CHECK(!hopper_terminated(m, &d), "standing is healthy");
+  d.qpos[1] = 0.6 - 1 + 1e-9;
+  TEST_CHECK(!hopper_terminated(m, &d), "h just above 0.6 is healthy");
+  d.qpos[1] = 0.6 - 1 - 1e-9;
+  TEST_CHECK(hopper_terminated(m, &d), "h below 0.6 terminates");
+  d.qpos[1] = 0, d.qpos[2] = 0.199;
+  TEST_CHECK(!hopper_terminated(m, &d), "pitch 0.199 healthy");
+  d.qpos[2] = -0.201;
+  TEST_CHECK(hopper_terminated(m, &d), "pitch -0.201 terminates");
+  d.qpos[2] = 0, d.qvel[5] = 150;
+  TEST_CHECK(hopper_terminated(m, &d), "|qvel| >= 100 terminates");
+  d.qvel[5] = NAN;
+  TEST_CHECK(hopper_terminated(m, &d), "NaN terminates");
+  d.qvel[5] = 0, d.qpos[0] = 1e6, d.qvel[0] = 50;
+  TEST_CHECK(!hopper_terminated(m, &d), "rootx position is not bounded");
+
+  // reset: qpos0 clamped into the joint ranges + U(-c, c), rootx exact, qvel U(-c, c)
+  double lo_seen = 1, hi_seen = -1;
+  for (int k = 0; k < 500; k++) {
+    sim_reset(m, dd, 0, -1);
+    hopper_reset(m, &d, &rng, 0, 1);
+    TEST_CHECK(d.qpos[0] == 0, "rootx noise");
+    for (int j = 0; j < 7; j++) {
+      double base = m->qpos0[j];
+      if (m->jnt_limited[j]) {
+        double lo = m->jnt_range[2 * j], hi = m->jnt_range[2 * j + 1];
+        TEST_CHECK(d.qpos[j] >= lo && d.qpos[j] <= hi, "reset joint %d %g outside [%g, %g]", j, d.qpos[j], lo, hi);
+        base = fmin(fmax(base, lo + 5e-3), hi - 5e-3);
+      }
+      TEST_CHECK(fabs(d.qpos[j] - base) <= 5e-3, "reset joint %d: %g vs base %g", j, d.qpos[j], base);
+      TEST_CHECK(fabs(d.qvel[j]) <= 5e-3, "reset qvel %d", j);
+    }
+    lo_seen = fmin(lo_seen, d.qpos[2]), hi_seen = fmax(hi_seen, d.qpos[2]);
+    TEST_CHECK(!hopper_terminated(m, &d), "reset state is healthy");
+  }
+  TEST_CHECK(lo_seen < -4e-3 && hi_seen > 4e-3, "reset noise spans U(-c, c): [%g, %g]", lo_seen, hi_seen);
+  TEST_CHECK(fabs(d.qpos[5] - (5 * SIM_PI / 180 + 5e-3)) <= 5e-3 + 1e-12, "knee starts at 5 deg + c: %g", d.qpos[5]);
+  // episode statistics
+  d.qpos[0] = 3, d.time[0] = 2;
+  double st[2];
+  hopper_episode_stats(m, &d, st);
+  TEST_CHECK(st[0] == 3 && st[1] == 1.5, "stats %g %g", st[0], st[1]);
+  printf("hopper VJPs vs central differences: max rel error %.3g over %d partials\n", worst, checked);
+  sim_data_free(dd);
+  sim_model_free(m);
+  sim_free_mjmodel(mj);
+  return test_report("algo_env_vjp_hopper");
+}
