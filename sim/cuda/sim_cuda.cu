@@ -1,15 +1,15 @@
-// sim_cuda.cu: CUDA backend of the engine. The per-world physics is the same source as the CPU engine
-// (sim_forward.c and the stage files it includes); here it runs with one warp per world, 32 lanes striding
-// each world's bodies, dofs and joints, __syncwarp between dependent phases.
+// sim_cuda.cu: CUDA backend of the engine, host side (allocation, copies, launches, timing). The per-world
+// physics is the same source as the CPU engine (sim_forward.c and the stage files it includes); its kernels
+// (sim_cuda_launch.h: one warp per world, 32 lanes striding each world's bodies, dofs and joints, __syncwarp
+// between dependent phases) live in three translation units that compile in parallel.
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "sim/sim_forward.c"
-#include "sim/sim_common.h"
 #include "sim/cuda/sim_cuda.h"
-
-#define WARPS_PER_BLOCK 4
+#include "sim/cuda/sim_cuda_launch.h"
+#include "sim/sim_common.h"
 
 struct SimCuda {
   SimModel hm;        // host struct with device pointers
@@ -40,30 +40,6 @@ extern "C" int simcuda_device_count(void) {
     return 0;
   }
   return n;
-}
-
-__global__ void k_forward(const SimModel* m, const SimData* d) {
-  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_forward_world(m, &wd, threadIdx.x & 31, 32);
-}
-
-__global__ void k_step(const SimModel* m, const SimData* d) {
-  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_step_world(m, &wd, threadIdx.x & 31, 32);
-}
-
-__global__ void k_stage(const SimModel* m, const SimData* d, int stage) {
-  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_stage_world(m, &wd, stage, threadIdx.x & 31, 32);
 }
 
 extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
@@ -134,41 +110,22 @@ extern "C" int simcuda_download(SimCuda* g, SimData* host) {
   return SIM_OK;
 }
 
-static int nblocks(const SimCuda* g) { return (g->hd.nworld + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK; }
-
 extern "C" int simcuda_forward(SimCuda* g) {
-  k_forward<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd);
+  simcuda_launch_forward(g->dm, g->dd, g->hd.nworld);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
 
 extern "C" int simcuda_step(SimCuda* g) {
-  k_step<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd);
+  simcuda_launch_step(g->dm, g->dd, g->hd.nworld);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
 
 extern "C" int simcuda_stage(SimCuda* g, int stage) {
-  k_stage<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd, stage);
+  simcuda_launch_stage(g->dm, g->dd, g->hd.nworld, stage);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
-}
-
-// ---- reverse-mode gradient (sim_adjoint.c): tape and backward, one warp per world ----
-__global__ void k_control_step(const SimModel* m, const SimData* d, int nsub, int record) {
-  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_control_step_world(m, &wd, nsub, record, threadIdx.x & 31, 32);
-}
-
-__global__ void k_control_step_backward(const SimModel* m, const SimData* d, int nsub) {
-  int w = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_control_step_backward_world(m, &wd, nsub, threadIdx.x & 31, 32);
 }
 
 // nsub substeps per world, recording each substep's input on the tape (record: needs sim_adjoint_enable
@@ -178,7 +135,7 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  k_control_step<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd, nsub, record);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -189,7 +146,7 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  k_control_step_backward<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd, nsub);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -220,7 +177,7 @@ extern "C" int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_pe
   float* t = (float*)malloc(sizeof(float) * (size_t)nrep);
   for (int r = -1; r < nrep; r++) {
     CU_CHECK(cudaEventRecord(a));
-    for (int k = 0; k < nstep; k++) k_step<<<nblocks(g), 32 * WARPS_PER_BLOCK>>>(g->dm, g->dd);
+    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld);
     CU_CHECK(cudaGetLastError());
     CU_CHECK(cudaEventRecord(b));
     CU_CHECK(cudaEventSynchronize(b));

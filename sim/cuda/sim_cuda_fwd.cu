@@ -1,0 +1,27 @@
+// sim_cuda_fwd.cu: forward and per-stage kernels of the CUDA backend (sim_cuda_launch.h).
+#include "sim/sim_forward.c"
+#include "sim/cuda/sim_cuda_launch.h"
+
+__global__ void k_forward(const SimModel* m, const SimData* d) {
+  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_forward_world(m, &wd, threadIdx.x & 31, 32);
+}
+
+__global__ void k_stage(const SimModel* m, const SimData* d, int stage) {
+  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
+  if (w >= d->nworld) return;
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  sim_stage_world(m, &wd, stage, threadIdx.x & 31, 32);
+}
+
+void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld) {
+  k_forward<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
+}
+
+void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage) {
+  k_stage<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, stage);
+}
