@@ -70,17 +70,37 @@ SIM_FN int simc_sphere_box(SimPreContact* con, sim_real margin, const sim_real* 
 }
 
 // ---- capsule : box ----
+// Discrete decisions of one capsule-box evaluation, recorded for the VJP (sim_adjoint_collision_box.c) when
+// a tape is passed. Segment parameters are functions of the box-frame capsule centre pos and halfaxis:
+//   first point:  bestsegmentpos = +-1 (cltype < 0) or the edge solve's x2 (kind x2kind, edge cledge at
+//                 edge centre corner edge_corner), with the box-edge parameter x1 of kind x1kind;
+//   second point: secondpos + bestsegmentpos, secondpos = sp_mul * raw, raw of kind sp_kind:
+//                 0 constant sp_c, 1: 1 + sp_c bestsegmentpos, 2: 2 size[k]/|halfaxis[k]|,
+//                 3: size[k] (1 + sp_c x1)/|halfaxis[k]|, 4: (sp_c - tmp1[k])/halfaxis[k] sp_in
+//                 (tmp1 = pos - sp_in halfaxis), with k = sp_axis.
+// Edge-solve kinds (ma, mb, mc, u, v of the forward): x2kind 0 const (+-1), 1 (ma v - mb u)/det,
+// 2 (v - mb)/mc, 3 (v + mb)/mc; x1kind 0 const, 1 (mc u - mb v)/det, 2 (u - mb)/ma, 3 (u + mb)/ma.
+typedef struct {
+  int cltype, cledge, edge_corner, x1kind, x2kind;
+  int sp_kind, sp_axis;
+  sim_real sp_c, sp_in, sp_mul;
+} SimcCapBoxTape;
+
 // The closest capsule-segment point to the box (box faces, then the 12 edges), plus a second point along
 // the segment chosen by the legacy orientation rules; each point is collided as a sphere with the box.
-SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real* pos1, const sim_real* mat1,
-                            const sim_real* size1, const sim_real* pos2, const sim_real* mat2,
-                            const sim_real* size2) {
+// tape: 0 in the forward; the VJP passes one to learn the branch taken.
+SIM_FN int simc_capsule_box_rec(SimPreContact* con, sim_real margin, const sim_real* pos1, const sim_real* mat1,
+                                const sim_real* size1, const sim_real* pos2, const sim_real* mat2,
+                                const sim_real* size2, SimcCapBoxTape* tape) {
   sim_real tmp1[3], tmp2[3], tmp3[3], halfaxis[3], axis[3], dif[3], pos[3];
   sim_real halflength = size1[1], bestdist, bestdistmax, bestsegmentpos, secondpos, dist;
   sim_real bestboxpos = 0, mul = 0, e1, e2, dp = 0, de = 0;
   sim_real ma, mb, mc, u, v, det, x1, x2, idet;
   int s1, s2, i, j, c1, c2, cltype = -4, clface = 0, clcorner = 0, cledge = 0, axisdir, n;
   int ax1 = 0, ax2 = 0, ax = 0;
+  int k1, k2, bk1 = 0, bk2 = 0, bi = 0;                     // edge-solve kinds (tape)
+  int sp_kind = 0, sp_axis = 0;
+  sim_real sp_c = 0, sp_in = 0, sp_mul = 1;
 
   secondpos = -4;
   simu_sub3(tmp1, pos1, pos2);
@@ -147,27 +167,32 @@ SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real*
       x1 = (mc * u - mb * v) * idet;
       x2 = (ma * v - mb * u) * idet;
       s1 = s2 = 1;
+      k1 = k2 = 1;
       if (x1 > 1) {
         x1 = 1;
         s1 = 2;
         x2 = (v - mb) * (1 / mc);
+        k1 = 0, k2 = 2;
       } else if (x1 < -1) {
         x1 = -1;
         s1 = 0;
         x2 = (v + mb) * (1 / mc);
+        k1 = 0, k2 = 3;
       }
       if (x2 > 1) {
         x2 = 1;
         s2 = 2;
         x1 = (u - mb) * (1 / ma);
-        if (x1 > 1) x1 = 1, s1 = 2;
-        else if (x1 < -1) x1 = -1, s1 = 0;
+        k1 = 2, k2 = 0;
+        if (x1 > 1) x1 = 1, s1 = 2, k1 = 0;
+        else if (x1 < -1) x1 = -1, s1 = 0, k1 = 0;
       } else if (x2 < -1) {
         x2 = -1;
         s2 = 0;
         x1 = (u + mb) * (1 / ma);
-        if (x1 > 1) x1 = 1, s1 = 2;
-        else if (x1 < -1) x1 = -1, s1 = 0;
+        k1 = 3, k2 = 0;
+        if (x1 > 1) x1 = 1, s1 = 2, k1 = 0;
+        else if (x1 < -1) x1 = -1, s1 = 0, k1 = 0;
       }
       simu_sub3(dif, tmp3, pos);
       simu_addscl3(dif, dif, halfaxis, -x2);
@@ -182,6 +207,7 @@ SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real*
         clcorner = i + (1 << j) * c2;
         cledge = j;
         cltype = c1;
+        bk1 = k1, bk2 = k2, bi = i;
       }
     }
   }
@@ -207,16 +233,20 @@ SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real*
     if (c1 == 4) ax = 2, ax1 = 0, ax2 = 1;
     if (axis[ax] * axis[ax] > (sim_real)0.5) {  // second point along the edge of the box
       secondpos = de;
+      sp_kind = 1, sp_c = -mul;  // de = 1 - mul bestsegmentpos
       e1 = 2 * size2[ax] / sim_fabs(halfaxis[ax]);
-      if (e1 < secondpos) secondpos = e1;
+      if (e1 < secondpos) secondpos = e1, sp_kind = 2, sp_axis = ax;
       secondpos *= mul;
+      sp_mul = mul;
     } else {  // second point along a face of the box
       secondpos = dp;
+      sp_kind = 1, sp_c = mul;  // dp = 1 + mul bestsegmentpos
       e1 = 2 * size2[ax1] / sim_fabs(halfaxis[ax1]);
-      if (e1 < secondpos) secondpos = e1;
+      if (e1 < secondpos) secondpos = e1, sp_kind = 2, sp_axis = ax1;
       e1 = 2 * size2[ax2] / sim_fabs(halfaxis[ax2]);
-      if (e1 < secondpos) secondpos = e1;
+      if (e1 < secondpos) secondpos = e1, sp_kind = 2, sp_axis = ax2;
       secondpos *= -mul;
+      sp_mul = -mul;
     }
   } else if (cltype >= 0 && cltype / 3 == 1) {  // on an edge of the box
     c1 = axisdir ^ clcorner;
@@ -235,31 +265,40 @@ SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real*
       mul = -1;
       secondpos = 1 + bestsegmentpos;
     }
+    sp_kind = 1, sp_c = -mul;
     e1 = 2 * size2[ax2] / sim_fabs(halfaxis[ax2]);
-    if (e1 < secondpos) secondpos = e1;
-    if (((axisdir & (1 << ax)) != 0) == ((c1 & (1 << ax2)) != 0)) e2 = 1 - bestboxpos;
-    else e2 = 1 + bestboxpos;
+    if (e1 < secondpos) secondpos = e1, sp_kind = 2, sp_axis = ax2;
+    sim_real e2sign;
+    if (((axisdir & (1 << ax)) != 0) == ((c1 & (1 << ax2)) != 0)) e2 = 1 - bestboxpos, e2sign = -1;
+    else e2 = 1 + bestboxpos, e2sign = 1;
     e1 = size2[ax] * e2 / sim_fabs(halfaxis[ax]);
-    if (e1 < secondpos) secondpos = e1;
+    if (e1 < secondpos) secondpos = e1, sp_kind = 3, sp_axis = ax, sp_c = e2sign;
     secondpos *= mul;
+    sp_mul = mul;
   } else if (cltype < 0) {  // a capsule end is closest to a face
     if (clface == -1) goto skip;  // end inside the box: no second point
     mul = cltype == -3 ? 1 : -1;
     secondpos = 2;
+    sp_kind = 0, sp_c = 2, sp_in = mul;
     simu_copy3(tmp1, pos);
     simu_addscl3(tmp1, tmp1, halfaxis, -mul);
     for (i = 0; i < 3; i++) {
       if (i != clface) {
         e1 = (size2[i] - tmp1[i]) / halfaxis[i] * mul;
-        if (e1 > 0 && e1 < secondpos) secondpos = e1;
+        if (e1 > 0 && e1 < secondpos) secondpos = e1, sp_kind = 4, sp_axis = i, sp_c = size2[i];
         e1 = (-size2[i] - tmp1[i]) / halfaxis[i] * mul;
-        if (e1 > 0 && e1 < secondpos) secondpos = e1;
+        if (e1 > 0 && e1 < secondpos) secondpos = e1, sp_kind = 4, sp_axis = i, sp_c = -size2[i];
       }
     }
     secondpos *= mul;
+    sp_mul = mul;
   }
 
 skip:
+  if (tape) {
+    tape->cltype = cltype, tape->cledge = cledge, tape->edge_corner = bi, tape->x1kind = bk1, tape->x2kind = bk2;
+    tape->sp_kind = sp_kind, tape->sp_axis = sp_axis, tape->sp_c = sp_c, tape->sp_in = sp_in, tape->sp_mul = sp_mul;
+  }
   // sphere at the first point (box frame -> world), then at the second
   simu_copy3(tmp1, pos);
   simu_addscl3(tmp1, tmp1, halfaxis, bestsegmentpos);
@@ -279,12 +318,35 @@ skip:
   return n;
 }
 
+SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real* pos1, const sim_real* mat1,
+                            const sim_real* size1, const sim_real* pos2, const sim_real* mat2,
+                            const sim_real* size2) {
+  return simc_capsule_box_rec(con, margin, pos1, mat1, size1, pos2, mat2, size2, (SimcCapBoxTape*)0);
+}
+
 // ---- box : box ----
 
+// Discrete decisions of one box-box evaluation, recorded for the VJP when a tape is passed.
+// Face: the incident face (binc, side tinc), the reference side sgn, and the clipped polygon's construction:
+// vertex q after clip stage s (0..3) is src[s][q] = (p, -1), a copy of vertex p before the stage, or (p, p1),
+// the cut of edge p -> p1 by the stage's plane; accept[k] is the final-polygon vertex of contact k.
+// Edge: the axis flip, the supporting edge centres c1 (box-1 frame) and cc (box-2 frame) of the chosen sign
+// candidate, and which of the three clips of the closest-point parameters left their argument free.
+typedef struct {
+  int nvert[5];
+  signed char src[4][SIMC_BOX_MAXVERT][2];
+  signed char accept[8];
+  int binc;
+  sim_real sgn, tinc;
+  sim_real flip, c1[3], cc[3];
+  int denom_ok, s0free, tfree, sfree;
+} SimcBoxTape;
+
 // clips polygon *cur (nin vertices) against sign*v[coord] <= limit (Sutherland-Hodgman, z interpolated);
-// leaves *cur untouched when every vertex is inside, else writes *spare and swaps; returns the count
+// leaves *cur untouched when every vertex is inside, else writes *spare and swaps; returns the count.
+// src: 0, or where each output vertex came from (SimcBoxTape.src)
 SIM_FN int simc_clip_half_plane(int nin, sim_real (**cur)[3], sim_real (**spare)[3], int coord, sim_real sign,
-                                sim_real limit) {
+                                sim_real limit, signed char (*src)[2]) {
   sim_real (*in)[3] = *cur;
   sim_real dd[SIMC_BOX_MAXVERT];
   int all_inside = 1;
@@ -292,7 +354,11 @@ SIM_FN int simc_clip_half_plane(int nin, sim_real (**cur)[3], sim_real (**spare)
     dd[k] = sign * in[k][coord] - limit;
     all_inside &= dd[k] <= 0;
   }
-  if (all_inside) return nin;
+  if (all_inside) {
+    if (src)
+      for (int k = 0; k < nin; k++) src[k][0] = (signed char)k, src[k][1] = -1;
+    return nin;
+  }
   sim_real (*out)[3] = *spare;
   int nout = 0;
   for (int k = 0; k < nin; k++) {
@@ -300,6 +366,7 @@ SIM_FN int simc_clip_half_plane(int nin, sim_real (**cur)[3], sim_real (**spare)
     int k1 = k + 1 == nin ? 0 : k + 1;
     sim_real dp = dd[k], dq = dd[k1];
     if (dp <= 0 && nout < SIMC_BOX_MAXVERT) {
+      if (src) src[nout][0] = (signed char)k, src[nout][1] = -1;
       simu_copy3(out[nout++], p);
     }
     if (((dp < 0 && dq > 0) || (dp > 0 && dq < 0)) && nout < SIMC_BOX_MAXVERT) {
@@ -308,6 +375,7 @@ SIM_FN int simc_clip_half_plane(int nin, sim_real (**cur)[3], sim_real (**spare)
       out[nout][0] = p[0] + t * (q[0] - p[0]);
       out[nout][1] = p[1] + t * (q[1] - p[1]);
       out[nout][2] = p[2] + t * (q[2] - p[2]);
+      if (src) src[nout][0] = (signed char)k, src[nout][1] = (signed char)k1;
       nout++;
     }
   }
@@ -317,9 +385,10 @@ SIM_FN int simc_clip_half_plane(int nin, sim_real (**cur)[3], sim_real (**spare)
 }
 
 // separating-axis test over 3 + 3 face axes and 9 edge crosses, then either one edge-edge contact or the
-// incident face clipped against the reference face (at most 8 contacts)
-SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos1, const sim_real* mat1,
-                        const sim_real* size1, const sim_real* pos2, const sim_real* mat2, const sim_real* size2) {
+// incident face clipped against the reference face (at most 8 contacts). tape: 0 in the forward.
+SIM_FN int simc_box_box_rec(SimPreContact* con, sim_real margin, const sim_real* pos1, const sim_real* mat1,
+                            const sim_real* size1, const sim_real* pos2, const sim_real* mat2,
+                            const sim_real* size2, SimcBoxTape* tape) {
   sim_real rot[9], rotabs[9], pos21[3], pos12[3], tmp[3];
   simu_sub3(tmp, pos2, pos1);
   simu_mulMatTVec3(pos21, mat1, tmp);
@@ -412,10 +481,12 @@ SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos
     axis[i1] = -rot[3 * i2 + j];
     axis[i2] = rot[3 * i1 + j];
     simu_normalize3(axis);
+    sim_real flip = 1;
     if (simu_dot3(axis, pos21) < 0) {
       axis[0] = -axis[0];
       axis[1] = -axis[1];
       axis[2] = -axis[2];
+      flip = -1;
     }
     sim_real a2[3];
     for (int c = 0; c < 3; c++) a2[c] = axis[0] * rot[0 + c] + axis[1] * rot[3 + c] + axis[2] * rot[6 + c];
@@ -448,10 +519,13 @@ SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos
         simu_sub3(e, c2, c1);
         sim_real d1e = e[i];
         sim_real d2e = simu_dot3(d2, e);
-        sim_real s = denom < (sim_real)SIM_MINVAL ? 0 : (d1e - b * d2e) / denom;
-        s = simc_clip(s, -size1[i], size1[i]);
-        sim_real t = simc_clip(b * s - d2e, -size2[j], size2[j]);
-        s = simc_clip(d1e + b * t, -size1[i], size1[i]);
+        sim_real s0 = denom < (sim_real)SIM_MINVAL ? 0 : (d1e - b * d2e) / denom;
+        sim_real s = simc_clip(s0, -size1[i], size1[i]);
+        sim_real t0 = b * s - d2e;
+        sim_real t = simc_clip(t0, -size2[j], size2[j]);
+        sim_real s1r = d1e + b * t;
+        int s0free = s == s0, tfree = t == t0;
+        s = simc_clip(s1r, -size1[i], size1[i]);
         simu_copy3(p1, c1);
         p1[i] += s;
         simu_copy3(p2, c2);
@@ -463,6 +537,13 @@ SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos
           simu_copy3(w1, p1);
           simu_copy3(w2, p2);
           best_v = 2 * v1 + v2;
+          if (tape) {
+            simu_copy3(tape->c1, c1);
+            simu_copy3(tape->cc, cc);
+            tape->flip = flip;
+            tape->denom_ok = denom >= (sim_real)SIM_MINVAL;
+            tape->s0free = s0free, tape->tfree = tfree, tape->sfree = s == s1r;
+          }
         }
       }
     }
@@ -520,10 +601,15 @@ SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos
   int nvert = 4;
   sim_real (*cur)[3] = poly[0];
   sim_real (*spare)[3] = poly[1];
-  nvert = simc_clip_half_plane(nvert, &cur, &spare, 0, 1, sizeref[ax]);
-  nvert = simc_clip_half_plane(nvert, &cur, &spare, 0, -1, sizeref[ax]);
-  nvert = simc_clip_half_plane(nvert, &cur, &spare, 1, 1, sizeref[ay]);
-  nvert = simc_clip_half_plane(nvert, &cur, &spare, 1, -1, sizeref[ay]);
+  if (tape) tape->binc = binc, tape->sgn = sgn, tape->tinc = tinc, tape->nvert[0] = 4;
+  nvert = simc_clip_half_plane(nvert, &cur, &spare, 0, 1, sizeref[ax], tape ? tape->src[0] : 0);
+  if (tape) tape->nvert[1] = nvert;
+  nvert = simc_clip_half_plane(nvert, &cur, &spare, 0, -1, sizeref[ax], tape ? tape->src[1] : 0);
+  if (tape) tape->nvert[2] = nvert;
+  nvert = simc_clip_half_plane(nvert, &cur, &spare, 1, 1, sizeref[ay], tape ? tape->src[2] : 0);
+  if (tape) tape->nvert[3] = nvert;
+  nvert = simc_clip_half_plane(nvert, &cur, &spare, 1, -1, sizeref[ay], tape ? tape->src[3] : 0);
+  if (tape) tape->nvert[4] = nvert;
 
   sim_real accepted[SIMC_BOX_MAXVERT][3];
   int naccept = 0;
@@ -539,7 +625,10 @@ SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos
         break;
       }
     }
-    if (!dupe && naccept < 8) simu_copy3(accepted[naccept++], cur[k]);
+    if (!dupe && naccept < 8) {
+      if (tape) tape->accept[naccept] = (signed char)k;
+      simu_copy3(accepted[naccept++], cur[k]);
+    }
   }
   if (naccept == 0) return 0;
 
@@ -562,4 +651,9 @@ SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos
     con[k].witness = 100 * code + k;
   }
   return naccept;
+}
+
+SIM_FN int simc_box_box(SimPreContact* con, sim_real margin, const sim_real* pos1, const sim_real* mat1,
+                        const sim_real* size1, const sim_real* pos2, const sim_real* mat2, const sim_real* size2) {
+  return simc_box_box_rec(con, margin, pos1, mat1, size1, pos2, mat2, size2, (SimcBoxTape*)0);
 }

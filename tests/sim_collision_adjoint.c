@@ -9,6 +9,10 @@
 // encode flipped between the sides: a kink), also counted.
 // Error of one comparison: |<g_bar, delta> - fd| / max(|fd|, 0.05 S), S = |g_eff| |delta| (Cauchy-Schwarz
 // bound of the directional derivative, g_eff = position cotangents and frame torques).
+// Sub-branches the witness does not name (box-box reference box, cut depth of the clipped vertex, edge-edge
+// clamps; capsule-box first-point rule and second-point kind) are counted through the forward's tapes, and
+// each must have been compared a minimum number of times. CADJ_VERBOSE=1 prints comparisons above the
+// bounds, CADJ_KINK=<class index> the kinks of one class.
 // Compiled twice: float64 (sim_collision_adjoint: eps 1e-6, per class median <= 1e-6, 99th percentile
 // <= 1e-5, max <= 1e-4) and float32 (sim_collision_adjoint32: eps 3e-4 in float32 arithmetic, median <= 1e-3,
 // 99th percentile <= 5e-2; the max is reported only: float32 differences of ill-conditioned poses are noise).
@@ -226,6 +230,18 @@ static int classify(int t1, int t2, int w) {
   return w >= 1000 ? K_BOXBOX_EDGE : K_BOXBOX_FACE;
 }
 
+// sub-branches of the recorded (tape) constructions, counted over compared perturbations
+enum { S_BB_REF1, S_BB_REF2, S_BB_CUT0, S_BB_CUT1, S_BB_CUT2, S_BB_EDGE_FREE, S_BB_EDGE_CLAMP, S_CB_END, S_CB_EDGE,
+       S_CB_SP0, S_CB_SP1, S_CB_SP2, S_CB_SP3, S_CB_SP4, S_N };
+static const char* sname[S_N] = {"box-box face, reference box 1", "box-box face, reference box 2",
+                                 "box-box face, incident corner", "box-box face, one cut", "box-box face, two cuts",
+                                 "box-box edge, free params", "box-box edge, clamped param",
+                                 "capsule-box, end on a face", "capsule-box, edge solve", "capsule-box 2nd: const",
+                                 "capsule-box 2nd: 1 +- s", "capsule-box 2nd: 2 size/|a|",
+                                 "capsule-box 2nd: size(1+-x1)/|a|", "capsule-box 2nd: face exit"};
+static const int smin[S_N] = {300, 300, 300, 300, 100, 100, 30, 300, 300, 20, 20, 20, 20, 100};
+static long scount[S_N];
+
 // ---- scene state ----
 static SimModel* M;
 static SimWorld W;
@@ -344,6 +360,38 @@ static void gen_pose(int a, int b, double P[2][3], double R[2][9]) {
     for (int i = 0; i < 3; i++) P[1][i] = P[0][i] - off[i];
     return;
   }
+  if (t1 == SIM_GEOM_BOX && t2 == SIM_GEOM_BOX && urand() < 0.3) {
+    // edge i of box 1 across edge j of box 2, supporting edges offset by (s, t) along them (beyond their
+    // ends sometimes: clamped closest points), slightly penetrating along n = u1 x d
+    const sim_real* s1 = M->geom_size + 3 * a;
+    int i = (int)(urand() * 3) % 3, j = (int)(urand() * 3) % 3;
+    double u1[3] = {R[0][i], R[0][3 + i], R[0][6 + i]}, n0[3], d[3], n[3], T[9], F[9], Rot[9];
+    rand_unit(n0);
+    mju_addToScl3(n0, u1, -mju_dot3(n0, u1));
+    mju_normalize3(n0);
+    rot_axis_angle(T, n0, unif(mjPI / 6, mjPI / 2));
+    mju_mulMatVec(d, T, u1, 3, 3);
+    mju_cross(n, u1, d);
+    mju_normalize3(n);
+    // a frame with column j = d, turned about d by a random angle
+    double o1[3], o2[3];
+    mju_cross(o1, d, n);
+    memcpy(o2, n, sizeof(n));
+    for (int r = 0; r < 3; r++) F[3 * r + j] = d[r], F[3 * r + (j + 1) % 3] = o1[r], F[3 * r + (j + 2) % 3] = o2[r];
+    rot_axis_angle(T, d, unif(-mjPI, mjPI));
+    matmul3(Rot, T, F);
+    memcpy(R[1], Rot, sizeof(Rot));
+    double c1[3] = {0, 0, 0}, cc[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+      double col1[3] = {R[0][k], R[0][3 + k], R[0][6 + k]}, col2[3] = {R[1][k], R[1][3 + k], R[1][6 + k]};
+      if (k != i) mju_addToScl3(c1, col1, (mju_dot3(n, col1) >= 0 ? 1 : -1) * s1[k]);
+      if (k != j) mju_addToScl3(cc, col2, (mju_dot3(n, col2) >= 0 ? -1 : 1) * s2[k]);
+    }
+    double so = s1[i] * unif(-1.3, 1.3), to = s2[j] * unif(-1.3, 1.3), g = unif(-0.02, 0.003);
+    if (urand() < 0.5) so = s1[i] * (urand() < 0.5 ? -1 : 1) * unif(0.97, 1.05), g = unif(-0.003, 0.001);
+    for (int r = 0; r < 3; r++) P[1][r] = P[0][r] + c1[r] - cc[r] + so * u1[r] - to * d[r] + g * n[r];
+    return;
+  }
   if (t1 == SIM_GEOM_BOX && t2 == SIM_GEOM_BOX && urand() < 0.4) {
     // box 2 resting on a face of box 1 (face-on, or tilted, or turned on an edge), sideways offset
     const sim_real* s1 = M->geom_size + 3 * a;
@@ -415,6 +463,42 @@ static int degenerate(int a, int b, int c) {
   return 0;
 }
 
+// number of cuts on the construction path of vertex q after stage st (SimcBoxTape.src)
+static int cut_depth(const SimcBoxTape* tp, int st, int q) {
+  if (st == 0) return 0;
+  int p0 = tp->src[st - 1][q][0], p1 = tp->src[st - 1][q][1];
+  if (p1 < 0) return cut_depth(tp, st - 1, p0);
+  int d0 = cut_depth(tp, st - 1, p0), d1 = cut_depth(tp, st - 1, p1);
+  return 1 + (d0 > d1 ? d0 : d1);
+}
+
+// sub-branch bits of contact c (recomputed at the base state through the forward's tapes)
+static void sub_branches(int a, int b, int c, int sb[4], int* nsb) {
+  int p = W.contact_pair[c], w = W.contact_witness[c];
+  int t1 = M->geom_type[a], t2 = M->geom_type[b];
+  sim_real margin = M->pair_margin[p] + M->pair_gap[p];
+  const sim_real *p1 = W.geom_xpos + 3 * a, *m1 = W.geom_xmat + 9 * a, *s1 = M->geom_size + 3 * a;
+  const sim_real *p2 = W.geom_xpos + 3 * b, *m2 = W.geom_xmat + 9 * b, *s2 = M->geom_size + 3 * b;
+  SimPreContact con[8];
+  *nsb = 0;
+  if (t1 == SIM_GEOM_BOX && t2 == SIM_GEOM_BOX) {
+    SimcBoxTape tp;
+    simc_box_box_rec(con, margin, p1, m1, s1, p2, m2, s2, &tp);
+    if (w >= 1000) {
+      sb[(*nsb)++] = tp.s0free && tp.tfree && tp.sfree ? S_BB_EDGE_FREE : S_BB_EDGE_CLAMP;
+    } else {
+      sb[(*nsb)++] = w / 100 < 3 ? S_BB_REF1 : S_BB_REF2;
+      int d = cut_depth(&tp, 4, tp.accept[w % 100]);
+      sb[(*nsb)++] = d == 0 ? S_BB_CUT0 : (d == 1 ? S_BB_CUT1 : S_BB_CUT2);
+    }
+  } else if (t1 == SIM_GEOM_CAPSULE && t2 == SIM_GEOM_BOX) {
+    SimcCapBoxTape tp;
+    simc_capsule_box_rec(con, margin, p1, m1, s1, p2, m2, s2, &tp);
+    sb[(*nsb)++] = tp.cltype < 0 ? S_CB_END : S_CB_EDGE;
+    if (w >= 100000) sb[(*nsb)++] = S_CB_SP0 + tp.sp_kind;
+  }
+}
+
 static void test_pair(int a, int b, int ntrial) {
   int p = find_pair(a, b);
   TEST_CHECK(p >= 0, "pair %d %d is a candidate", a, b);
@@ -455,6 +539,8 @@ static void test_pair(int a, int b, int ntrial) {
         kst[cls].skip_degen++;
         continue;
       }
+      int sb[4], nsb;
+      sub_branches(a, b, first + k, sb, &nsb);
       for (int rep = 0; rep < 3; rep++) {
         double dp[2][3], w[2][3];
         double r = urand();
@@ -497,6 +583,7 @@ static void test_pair(int a, int b, int ntrial) {
         double e = fabs(an - fd) / den;
         if (!(e == e)) e = INFINITY;
         kstat_add(cls, e);
+        for (int q = 0; q < nsb; q++) scount[sb[q]]++;
         if (e > (MAX_TOL ? MAX_TOL : P99_TOL) && getenv("CADJ_VERBOSE"))
           fprintf(stderr, "%s w %d mode %d: an %.10g fd %.10g S %.3g err %.3g\n", kname[cls], wit[k], mode, an, fd,
                   S, e);
@@ -526,7 +613,7 @@ int main(void) {
 
   int ntrial = 6000;
   static const int pairs[][2] = {{G_FLOOR, G_S2}, {G_FLOOR, G_C1}, {G_FLOOR, G_B1}, {G_S1, G_S2}, {G_S1, G_C2},
-                                 {G_C1, G_C2},   };  // box pairs: step 2
+                                 {G_C1, G_C2},   {G_S2, G_B1},   {G_C2, G_B1},   {G_B1, G_B2}};
   int npairs = sizeof(pairs) / sizeof(pairs[0]);
   for (int i = 0; i < npairs; i++) test_pair(pairs[i][0], pairs[i][1], ntrial);
 
@@ -550,6 +637,13 @@ int main(void) {
                s->compared);
     free(s->err);
   }
+  printf("  sub-branches (compared perturbations):");
+  for (int q = 0; q < S_N; q++) {
+    printf("%s%s %ld", q % 3 ? ", " : "\n    ", sname[q], scount[q]);
+    TEST_CHECK(scount[q] >= (long)(smin[q] * MIN_SCALE), "%s: only %ld compared (need %d)", sname[q], scount[q],
+               (int)(smin[q] * MIN_SCALE));
+  }
+  printf("\n");
   free(dd->buffer), free(dd), free(m->buffer), free(m);
   mj_deleteModel(mj);
   return test_report("sim_collision_adjoint_" PREC);
