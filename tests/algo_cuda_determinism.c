@@ -96,8 +96,10 @@ int main(int argc, char** argv) {
   char cmd[2048];
   if (simcuda_device_count() == 0) {
     // without a device the CUDA path is refused as bad input (exit 2), naming the reason
-    int rc = cli_run(out, sizeof(out), "%s train configs/cartpole_shac.yaml --device cuda --max-iterations 1 --quiet "
-                     "--run-dir %s/x", adj, dir);
+    int rc = cli_run(out, sizeof(out),
+                     "%s train configs/cartpole_shac.yaml --device cuda --max-iterations 1 --quiet "
+                     "--run-dir %s/x",
+                     adj, dir);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd)) return 1;
     if (rc != 2 || !strstr(out, "run.device cuda")) {
