@@ -13,22 +13,22 @@
 #define AC_RED_THREADS 1024  // the one block of the reductions
 
 // error check inside a function returning int: prints the failing call once and returns -1
-#define AC_CK(call)                                                                                         \
-  do {                                                                                                      \
-    cudaError_t e_ = (call);                                                                                \
-    if (e_ != cudaSuccess) {                                                                                \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));               \
-      return -1;                                                                                            \
-    }                                                                                                       \
+#define AC_CK(call)                                                                          \
+  do {                                                                                       \
+    cudaError_t e_ = (call);                                                                 \
+    if (e_ != cudaSuccess) {                                                                 \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      return -1;                                                                             \
+    }                                                                                        \
   } while (0)
-#define AC_NN(call)                                                                                         \
-  do {                                                                                                      \
-    int r_ = (call);                                                                                        \
-    if (r_) {                                                                                               \
-      fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, nn_strerror(r_),                   \
-              cudaGetErrorString(cudaGetLastError()));                                                      \
-      return -1;                                                                                            \
-    }                                                                                                       \
+#define AC_NN(call)                                                                       \
+  do {                                                                                    \
+    int r_ = (call);                                                                      \
+    if (r_) {                                                                             \
+      fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, nn_strerror(r_), \
+              cudaGetErrorString(cudaGetLastError()));                                    \
+      return -1;                                                                          \
+    }                                                                                     \
   } while (0)
 #define AC_LAUNCHED() AC_CK(cudaGetLastError())
 

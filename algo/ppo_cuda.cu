@@ -20,8 +20,10 @@
 #include "envs/env_cuda.h"
 #include "nn/nn_cuda.h"
 
+// clang-format off
 static const char* const kMetrics[] = {"loss_policy", "loss_value", "entropy", "kl",
                                        "learning_rate", "grad_norm", "clip_fraction", "action_std"};
+// clang-format on
 enum { M_POLICY, M_VALUE, M_ENTROPY, M_KL, M_LR, M_GRADNORM, M_CLIPFRAC, M_STD, M_COUNT };
 // device scalars beyond the metric sums
 enum { D_LR = M_COUNT, D_MEAN, D_VAR, D_GN, D_NSLOT };
@@ -35,26 +37,26 @@ typedef struct {
   NnCudaMlp *actor, *critic;
   NnCudaNorm* norm;
   int64_t na, nc, P;
-  int64_t adam_step;   // host count (the bias corrections go to the kernels as arguments)
-  uint64_t rng;        // minibatch shuffles (host: the permutation needs no device value)
-  int* h_perm;         // pinned (epochs, T N)
+  int64_t adam_step;  // host count (the bias corrections go to the kernels as arguments)
+  uint64_t rng;       // minibatch shuffles (host: the permutation needs no device value)
+  int* h_perm;        // pinned (epochs, T N)
   cudaEvent_t ev[4];
   // host mirror (checkpoints)
   float *h_actor, *h_critic, *h_logstd, *h_m, *h_v;
   double h_lr, h_ncount, *h_nmean, *h_nm2;
   uint64_t* h_rng;
-  double* h_metrics;   // pinned (D_NSLOT + A)
+  double* h_metrics;  // pinned (D_NSLOT + A)
   // device
   void* block;
-  uint64_t* act_rng;   // (N)
-  float *log_std, *log_std_old, *m, *v;  // (A), (A), (P), (P)
+  uint64_t* act_rng;                                     // (N)
+  float *log_std, *log_std_old, *m, *v;                  // (A), (A), (P), (P)
   float *obs, *act, *mu, *logp, *val, *rew, *ret, *adv;  // (T, N, ...)
-  uint8_t *done, *term, *trunc;  // (T N), (N), (N)
-  float *fobs, *bnobs, *bvalN, *xs, *yN;  // (N, O), (N, O), (N), (N, O), (N, max(A, 1))
-  float *bobs, *bmu, *bval, *dmu, *dval, *gls_f;  // (mb, ...), gls_f (A)
-  int* perm;           // (epochs, T N)
-  double *part, *sq;   // (max((4 + A) mb, T N)), (PPO_SUMSQ_BLOCKS)
-  double* S;           // (D_NSLOT)
+  uint8_t *done, *term, *trunc;                          // (T N), (N), (N)
+  float *fobs, *bnobs, *bvalN, *xs, *yN;                 // (N, O), (N, O), (N), (N, O), (N, max(A, 1))
+  float *bobs, *bmu, *bval, *dmu, *dval, *gls_f;         // (mb, ...), gls_f (A)
+  int* perm;                                             // (epochs, T N)
+  double *part, *sq;                                     // (max((4 + A) mb, T N)), (PPO_SUMSQ_BLOCKS)
+  double* S;                                             // (D_NSLOT)
 } PpoCuda;
 
 static uint64_t mix(uint64_t seed, uint64_t k) {  // ppo.c's
@@ -72,8 +74,8 @@ static __device__ double gauss_logp(const float* a, const float* mu, const float
   return lp;
 }
 
-static __global__ void k_act(const float* __restrict__ mu, const float* __restrict__ log_std, int N, int A, uint64_t* rng,
-                      float* act, float* logp) {
+static __global__ void k_act(const float* __restrict__ mu, const float* __restrict__ log_std, int N, int A,
+                             uint64_t* rng, float* act, float* logp) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   uint64_t r = rng[w];
@@ -86,7 +88,7 @@ static __global__ void k_act(const float* __restrict__ mu, const float* __restri
 
 // done = terminated | truncated; time-outs bootstrap: r += gamma V(final observation)
 static __global__ void k_boot(int N, double gamma, const uint8_t* __restrict__ term, const uint8_t* __restrict__ trunc,
-                       const float* __restrict__ bval, float* rew, uint8_t* done) {
+                              const float* __restrict__ bval, float* rew, uint8_t* done) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   done[w] = term[w] | trunc[w];
@@ -94,8 +96,8 @@ static __global__ void k_boot(int N, double gamma, const uint8_t* __restrict__ t
 }
 
 static __global__ void k_gae(int N, int T, double gamma, double lam, const float* __restrict__ last_v,
-                      const float* __restrict__ rew, const float* __restrict__ val, const uint8_t* __restrict__ done,
-                      float* adv, float* ret) {
+                             const float* __restrict__ rew, const float* __restrict__ val,
+                             const uint8_t* __restrict__ done, float* adv, float* ret) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   double a = 0, next_v = last_v[w];
@@ -110,7 +112,8 @@ static __global__ void k_gae(int N, int T, double gamma, double lam, const float
   }
 }
 
-static __global__ void k_to_double(const float* __restrict__ x, long long n, const double* __restrict__ center, double* out) {
+static __global__ void k_to_double(const float* __restrict__ x, long long n, const double* __restrict__ center,
+                                   double* out) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   double d = (double)x[i] - (center ? *center : 0.0);
@@ -134,11 +137,12 @@ static __global__ void k_gather(const float* __restrict__ x, const int* __restri
 // per sample of the minibatch: the PPO loss terms (float64 partials, rows q = 0 kl, 1 surrogate, 2 clipped,
 // 3 value, 4 + j log-std gradient) and the cotangents of the network outputs
 static __global__ void k_loss(const int* __restrict__ idx, int mb, int A, const float* __restrict__ act,
-                       const float* __restrict__ mu_old, const float* __restrict__ logp_old,
-                       const float* __restrict__ adv_, const float* __restrict__ val_old,
-                       const float* __restrict__ ret_, const float* __restrict__ bmu, const float* __restrict__ bval,
-                       const float* __restrict__ log_std, const float* __restrict__ log_std_old, double clip,
-                       double vcoef, int clip_value, float* dmu, float* dval, double* part) {
+                              const float* __restrict__ mu_old, const float* __restrict__ logp_old,
+                              const float* __restrict__ adv_, const float* __restrict__ val_old,
+                              const float* __restrict__ ret_, const float* __restrict__ bmu,
+                              const float* __restrict__ bval, const float* __restrict__ log_std,
+                              const float* __restrict__ log_std_old, double clip, double vcoef, int clip_value,
+                              float* dmu, float* dval, double* part) {
   int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= mb) return;
   size_t i = (size_t)idx[k];
@@ -182,7 +186,7 @@ static __global__ void k_loss(const int* __restrict__ idx, int mb, int A, const 
 
 // one block: the minibatch's sums, entropy, log-std gradient, adaptive learning rate, metric sums
 static __global__ void k_loss_sum(const double* __restrict__ part, int mb, int A, const float* __restrict__ log_std,
-                           double ent_coef, int adaptive, double desired_kl, float* gls_f, double* S) {
+                                  double ent_coef, int adaptive, double desired_kl, float* gls_f, double* S) {
   __shared__ double sh[AC_RED_THREADS];
   __shared__ double q4[4];
   for (int q = 0; q < 4 + A; q++) {
@@ -190,8 +194,10 @@ static __global__ void k_loss_sum(const double* __restrict__ part, int mb, int A
     for (int k = threadIdx.x; k < mb; k += AC_RED_THREADS) s += part[(size_t)q * mb + k];
     s = ac_block_sum(s, sh);
     if (threadIdx.x == 0) {
-      if (q < 4) q4[q] = s;
-      else gls_f[q - 4] = (float)(s - ent_coef);
+      if (q < 4)
+        q4[q] = s;
+      else
+        gls_f[q - 4] = (float)(s - ent_coef);
     }
   }
   if (threadIdx.x) return;
@@ -199,8 +205,10 @@ static __global__ void k_loss_sum(const double* __restrict__ part, int mb, int A
   for (int j = 0; j < A; j++) entropy += 0.5 + 0.5 * PPO_LOG2PI + (double)log_std[j];
   if (adaptive) {
     double lr = S[D_LR];
-    if (kl > 2 * desired_kl) lr = fmax(1e-5, lr / 1.5);
-    else if (kl < desired_kl / 2 && kl > 0) lr = fmin(1e-2, lr * 1.5);
+    if (kl > 2 * desired_kl)
+      lr = fmax(1e-5, lr / 1.5);
+    else if (kl < desired_kl / 2 && kl > 0)
+      lr = fmin(1e-2, lr * 1.5);
     S[D_LR] = lr;
   }
   S[M_POLICY] += surr, S[M_VALUE] += lval, S[M_ENTROPY] += entropy, S[M_KL] += kl, S[M_CLIPFRAC] += clipf;
@@ -208,7 +216,7 @@ static __global__ void k_loss_sum(const double* __restrict__ part, int mb, int A
 
 // sum of squares of [ga (na) | gc (nc) | gl (A)] per block of a fixed grid
 static __global__ void k_sumsq(const float* __restrict__ ga, long long na, const float* __restrict__ gc, long long nc,
-                        const float* __restrict__ gl, int A, double* part) {
+                               const float* __restrict__ gl, int A, double* part) {
   __shared__ double sh[AC_THREADS];
   long long P = na + nc + A;
   double s = 0;
@@ -235,18 +243,21 @@ static __global__ void k_adam_scalars(const double* __restrict__ part, double ma
 }
 
 // PyTorch Adam over the three segments (ppo.c's adam_segment), lr from the device, bias corrections given
-static __global__ void k_adam(float* pa, const float* __restrict__ ga, long long na, float* pc, const float* __restrict__ gc,
-                       long long nc, float* pl, const float* __restrict__ gl, int A, float* m, float* v,
-                       const double* __restrict__ S, double bc1, double bc2) {
+static __global__ void k_adam(float* pa, const float* __restrict__ ga, long long na, float* pc,
+                              const float* __restrict__ gc, long long nc, float* pl, const float* __restrict__ gl,
+                              int A, float* m, float* v, const double* __restrict__ S, double bc1, double bc2) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= na + nc + A) return;
   const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   float step = (float)(S[D_LR] / bc1), sbc2 = (float)sqrt(bc2), scale = (float)S[D_GN];
   float* p;
   float g;
-  if (i < na) p = pa + i, g = ga[i];
-  else if (i < na + nc) p = pc + (i - na), g = gc[i - na];
-  else p = pl + (i - na - nc), g = gl[i - na - nc];
+  if (i < na)
+    p = pa + i, g = ga[i];
+  else if (i < na + nc)
+    p = pc + (i - na), g = gc[i - na];
+  else
+    p = pl + (i - na - nc), g = gl[i - na - nc];
   float gi = g * scale;
   m[i] = b1 * m[i] + (1 - b1) * gi;
   v[i] = b2 * v[i] + (1 - b2) * gi * gi;
@@ -337,6 +348,7 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   size_t part = (4 + a) * mb > TN ? (4 + a) * mb : TN;
   size_t sz = 0, off[64];
   int k = 0;
+  // clang-format off
 #define SLOT(bytes) (off[k++] = sz, sz += ac_al(bytes))
   SLOT(8 * n);                                                   // act_rng
   SLOT(4 * a), SLOT(4 * a), SLOT(4 * P), SLOT(4 * P);            // log_std log_std_old m v
@@ -348,6 +360,7 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   SLOT(4 * (size_t)s->epochs * TN);                              // perm
   SLOT(8 * part), SLOT(8 * PPO_SUMSQ_BLOCKS), SLOT(8 * D_NSLOT);  // part sq S
 #undef SLOT
+  // clang-format on
   int ok = cudaMalloc(&s->block, sz) == cudaSuccess && cudaMemset(s->block, 0, sz) == cudaSuccess;
   for (int i = 0; i < 4 && ok; i++) ok = cudaEventCreate(&s->ev[i]) == cudaSuccess;
   ok = ok && cudaMallocHost((void**)&s->h_metrics, 8 * D_NSLOT) == cudaSuccess;
@@ -491,8 +504,8 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
       AC_LAUNCHED();
       AC_NN(nn_cuda_mlp_forward(s->actor, s->bobs, mb, s->bmu));
       AC_NN(nn_cuda_mlp_forward(s->critic, s->bobs, mb, s->bval));
-      k_loss<<<ac_blocks(mb), AC_THREADS>>>(idx, mb, A, s->act, s->mu, s->logp, s->adv, s->val, s->ret, s->bmu,
-                                            s->bval, s->log_std, s->log_std_old, s->c.ppo_clip, s->c.ppo_value_coef,
+      k_loss<<<ac_blocks(mb), AC_THREADS>>>(idx, mb, A, s->act, s->mu, s->logp, s->adv, s->val, s->ret, s->bmu, s->bval,
+                                            s->log_std, s->log_std_old, s->c.ppo_clip, s->c.ppo_value_coef,
                                             s->c.ppo_clip_value_loss, s->dmu, s->dval, s->part);
       AC_LAUNCHED();
       k_loss_sum<<<1, AC_RED_THREADS>>>(s->part, mb, A, s->log_std, s->c.ppo_entropy_coef, adaptive,

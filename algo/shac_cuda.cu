@@ -26,9 +26,11 @@
 
 #define SHAC_REGRESSION_STEPS 4  // as shac.c
 
+// clang-format off
 static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
                                        "value_mean", "action_grad_median", "action_grad_clip_fraction",
                                        "loss_regression", "nonfinite_grads", "constraint_evals"};
+// clang-format on
 enum { M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_COUNT };
 // device scalars beyond the metrics
 enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
@@ -54,20 +56,20 @@ typedef struct {
   double* h_metrics;  // pinned (D_NSLOT)
   // device
   void* block;
-  uint64_t* act_rng;  // (N)
+  uint64_t* act_rng;                                                                          // (N)
   float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;  // (H, N, ...)
   uint8_t *term, *trunc, *nonfinite;
   float *pre_q, *pre_v, *post_q, *post_v, *post_u;
-  float *dobs_boot, *dx_boot;       // (H N, O)
-  float *cq, *cv;                   // (N, nv)
-  float *z, *dact, *gnorm;          // (N, A), (N, A), (N)
-  float *dx, *dobs, *xs;            // (N, O); xs: aligned copy of a step's input
-  float *gsum;                      // (na)
-  float *gtarget, *ybuf;            // (H N, A)
-  float *cx, *cy, *cdy;             // critic minibatch (mb, O), (mb), (mb)
-  double* dpart;                    // per-world / per-element partial sums (max(H N A, N))
-  double* metrics;                  // (D_NSLOT)
-  long long* constr;                // (2) adj_nconstraint sums at the iteration's start and end
+  float *dobs_boot, *dx_boot;  // (H N, O)
+  float *cq, *cv;              // (N, nv)
+  float *z, *dact, *gnorm;     // (N, A), (N, A), (N)
+  float *dx, *dobs, *xs;       // (N, O); xs: aligned copy of a step's input
+  float* gsum;                 // (na)
+  float *gtarget, *ybuf;       // (H N, A)
+  float *cx, *cy, *cdy;        // critic minibatch (mb, O), (mb), (mb)
+  double* dpart;               // per-world / per-element partial sums (max(H N A, N))
+  double* metrics;             // (D_NSLOT)
+  long long* constr;           // (2) adj_nconstraint sums at the iteration's start and end
 } ShacCuda;
 
 static uint64_t mix(uint64_t seed, uint64_t k) {  // shac.c's
@@ -77,7 +79,8 @@ static uint64_t mix(uint64_t seed, uint64_t k) {  // shac.c's
 
 // ---- kernels ----
 // mu = tanh(z), a = tanh(z + sigma eps) per world (float64 as shac.c), eps from the world's stream
-static __global__ void k_act(const float* __restrict__ z, int N, int A, double sigma, uint64_t* rng, float* mu, float* act) {
+static __global__ void k_act(const float* __restrict__ z, int N, int A, double sigma, uint64_t* rng, float* mu,
+                             float* act) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   uint64_t r = rng[w];
@@ -92,9 +95,9 @@ static __global__ void k_act(const float* __restrict__ z, int N, int A, double s
 }
 
 // V = 0 after a termination; loss coefficients and the world's part of the actor loss (shac.c step 2)
-static __global__ void k_coef(int N, int H, double gamma, const float* __restrict__ rew, const uint8_t* __restrict__ term,
-                       const uint8_t* __restrict__ trunc, float* nxt_val, float* coef_r, float* coef_v,
-                       double* loss_w) {
+static __global__ void k_coef(int N, int H, double gamma, const float* __restrict__ rew,
+                              const uint8_t* __restrict__ term, const uint8_t* __restrict__ trunc, float* nxt_val,
+                              float* coef_r, float* coef_v, double* loss_w) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   double inv = 1.0 / ((double)H * N), g = 1, loss = 0;
@@ -117,7 +120,7 @@ static __global__ void k_coef(int N, int H, double gamma, const float* __restric
 
 // one block: non-finite count, median of |dL/da| over the worlds, the clip limit and the clip count
 static __global__ void k_median(const float* __restrict__ gnorm, const uint8_t* __restrict__ nonfinite, int N,
-                         double clip_k, double* M) {
+                                double clip_k, double* M) {
   __shared__ int sh[AC_RED_THREADS];
   int nf = 0;
   for (int w = threadIdx.x; w < N; w += AC_RED_THREADS) nf += nonfinite[w];
@@ -144,7 +147,7 @@ static __global__ void k_median(const float* __restrict__ gnorm, const uint8_t* 
 
 // ∇Mimic (a) clip at the limit, keep dL/da (targets), then through tanh(z + noise)
 static __global__ void k_clip(float* dact, const float* __restrict__ gnorm, const float* __restrict__ act, int N, int A,
-                       int clip, const double* __restrict__ M, float* gtarget) {
+                              int clip, const double* __restrict__ M, float* gtarget) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   double lim = M[D_LIM];
@@ -185,7 +188,8 @@ static __global__ void k_reg_grad(float* y, const float* __restrict__ tg, long l
 }
 
 // critic minibatch: dy = 2 (y - target) / mb, part = (y - target)^2
-static __global__ void k_mse(const float* __restrict__ y, const float* __restrict__ tg, int mb, float* dy, double* part) {
+static __global__ void k_mse(const float* __restrict__ y, const float* __restrict__ tg, int mb, float* dy,
+                             double* part) {
   int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= mb) return;
   double e = (double)y[k] - (double)tg[k];
@@ -195,8 +199,8 @@ static __global__ void k_mse(const float* __restrict__ y, const float* __restric
 
 // TD(lambda) targets (DiffRL's recursion, last step forced done) and the world's sum of targets
 static __global__ void k_td(int N, int H, double gamma, double lam, const float* __restrict__ rew,
-                     const float* __restrict__ nxt_val, const uint8_t* __restrict__ term,
-                     const uint8_t* __restrict__ trunc, float* tgt, double* vsum_w) {
+                            const float* __restrict__ nxt_val, const uint8_t* __restrict__ term,
+                            const uint8_t* __restrict__ trunc, float* tgt, double* vsum_w) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   double Ai = 0, Bi = 0, lm = 1, vs = 0;
@@ -337,6 +341,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   part = part > mbz ? part : mbz;
   size_t sz = 0, off[64];
   int k = 0;
+  // clang-format off
 #define SLOT(bytes) (off[k++] = sz, sz += ac_al(bytes))
   SLOT(8 * n);                                                       // act_rng
   SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn * a), SLOT(4 * hn * a);  // obs nobs mu act
@@ -353,6 +358,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   SLOT(4 * mbz * o), SLOT(4 * mbz), SLOT(4 * mbz);                   // cx cy cdy
   SLOT(8 * part), SLOT(8 * D_NSLOT), SLOT(8 * 2);                    // dpart metrics constr
 #undef SLOT
+  // clang-format on
   int ok = cudaMalloc(&s->block, sz) == cudaSuccess && cudaMemset(s->block, 0, sz) == cudaSuccess;
   for (int i = 0; i < 4 && ok; i++) ok = cudaEventCreate(&s->ev[i]) == cudaSuccess;
   ok = ok && cudaMallocHost((void**)&s->h_metrics, 8 * D_NSLOT) == cudaSuccess;
@@ -411,13 +417,17 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
 }
 
 static int normalize(ShacCuda* s, const float* x, int n, float* y) {
-  if (s->norm) AC_NN(nn_cuda_norm_apply(s->norm, x, n, y));
-  else AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+  if (s->norm)
+    AC_NN(nn_cuda_norm_apply(s->norm, x, n, y));
+  else
+    AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
   return 0;
 }
 static int normalize_backward(ShacCuda* s, const float* x, const float* dy, int n, float* dx) {
-  if (s->norm) AC_NN(nn_cuda_norm_backward(s->norm, x, dy, n, dx));
-  else AC_CK(cudaMemcpyAsync(dx, dy, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+  if (s->norm)
+    AC_NN(nn_cuda_norm_backward(s->norm, x, dy, n, dx));
+  else
+    AC_CK(cudaMemcpyAsync(dx, dy, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
   return 0;
 }
 
@@ -446,7 +456,8 @@ static int rollout_grad(ShacCuda* s) {
     AC_LAUNCHED();
     EnvCudaRecord rec;
     rec.pre_qpos = s->pre_q + base * nq, rec.pre_qvel = s->pre_v + base * nv;
-    rec.post_qpos = s->post_q + base * nq, rec.post_qvel = s->post_v + base * nv, rec.post_ctrl = s->post_u + base * nub;
+    rec.post_qpos = s->post_q + base * nq, rec.post_qvel = s->post_v + base * nv;
+    rec.post_ctrl = s->post_u + base * nub;
     rec.next_obs = s->nxt_obs + base * O, rec.reward = s->rew + base;
     rec.terminated = s->term + base, rec.truncated = s->trunc + base;
     if (env_cuda_step(s->E, s->act + base * A, &rec, 1)) {
@@ -495,8 +506,8 @@ static int rollout_grad(ShacCuda* s) {
       AC_LAUNCHED();
     }
     if (normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs)) return -1;
-    if (env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub,
-                                     s->dobs, s->cq, s->cv)) {
+    if (env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub, s->dobs,
+                                     s->cq, s->cv)) {
       fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
       return -1;
     }
@@ -610,8 +621,7 @@ static int mirror_download(ShacCuda* s) {
   AC_NN(nn_cuda_mlp_get_params(s->actor, s->h_actor));
   AC_NN(nn_cuda_mlp_get_params(s->critic, s->h_critic));
   AC_NN(nn_cuda_mlp_get_params(s->targ, s->h_targ));
-  AC_NN(nn_cuda_adam_download(s->adam_a, s->h_am, s->h_av, s->acfg.ema_decay > 0 ? s->h_ema : NULL, &s->h_astep,
-                              NULL));
+  AC_NN(nn_cuda_adam_download(s->adam_a, s->h_am, s->h_av, s->acfg.ema_decay > 0 ? s->h_ema : NULL, &s->h_astep, NULL));
   AC_NN(nn_cuda_adam_download(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep, NULL));
   if (s->norm) AC_NN(nn_cuda_norm_download(s->norm, &s->h_ncount, s->h_nmean, s->h_nm2));
   AC_CK(cudaMemcpy(s->h_rng, s->act_rng, 8 * (size_t)s->N, cudaMemcpyDeviceToHost));
@@ -668,11 +678,10 @@ extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss,
   AC_CK(cudaMemcpy(s->h_metrics, s->metrics, 8 * D_NSLOT, cudaMemcpyDeviceToHost));
   if (loss) *loss = s->h_metrics[M_ACTOR];
   if (grad) AC_CK(cudaMemcpy(grad, s->gsum, 4 * (size_t)s->na, cudaMemcpyDeviceToHost));
-  if (action_grad)
-    AC_CK(cudaMemcpy(action_grad, s->gtarget, 4 * (size_t)s->H * s->N * s->A, cudaMemcpyDeviceToHost));
+  if (action_grad) AC_CK(cudaMemcpy(action_grad, s->gtarget, 4 * (size_t)s->H * s->N * s->A, cudaMemcpyDeviceToHost));
   return 0;
 }
 
-extern "C" const AlgoOps algo_shac_cuda = {"shac",        shac_cuda_create,   shac_cuda_destroy, shac_cuda_iterate,
+extern "C" const AlgoOps algo_shac_cuda = {"shac",          shac_cuda_create,   shac_cuda_destroy, shac_cuda_iterate,
                                            shac_cuda_state, shac_cuda_act_eval, kMetrics,          M_COUNT,
                                            shac_cuda_sync,  shac_cuda_overflow};

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envs/env_cuda_impl.h"
 #include "env_cuda_tasks.h"  // ENV_CUDA_TASK_LIST(X): the tasks compiled for the device
+#include "envs/env_cuda_impl.h"
 
 #define STATS_THREADS 1024  // the statistics kernel's one block
 #define FULL_MASK 0xffffffffu
@@ -19,21 +19,21 @@
 static char g_err[512] = "";
 extern "C" const char* env_cuda_last_error(void) { return g_err; }
 
-#define CU(call)                                                                                           \
-  do {                                                                                                     \
-    cudaError_t e_ = (call);                                                                               \
-    if (e_ != cudaSuccess) {                                                                               \
+#define CU(call)                                                                                          \
+  do {                                                                                                    \
+    cudaError_t e_ = (call);                                                                              \
+    if (e_ != cudaSuccess) {                                                                              \
       snprintf(g_err, sizeof(g_err), "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return -1;                                                                                           \
-    }                                                                                                      \
+      return -1;                                                                                          \
+    }                                                                                                     \
   } while (0)
 
 // ---- the task table (launchers defined in the generated env_cuda_{step,grad}_<task>.cu) ----
-#define ENV_CUDA_DECL(task)                                                                                  \
-  void env_cuda_step_##task(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record);             \
-  void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g);                                       \
-  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u,                   \
-                               const float* obs_cot, float* cq, float* cv);
+#define ENV_CUDA_DECL(task)                                                                                      \
+  void env_cuda_step_##task(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record);                 \
+  void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g);                                           \
+  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot, \
+                               float* cq, float* cv);
 ENV_CUDA_TASK_LIST(ENV_CUDA_DECL)
 #undef ENV_CUDA_DECL
 #define ENV_CUDA_ROW(task) {#task, env_cuda_step_##task, env_cuda_backward_##task, env_cuda_pre_cot_##task},
@@ -112,7 +112,7 @@ static __global__ void k_env_stats(EnvDev E) {
 
 // sums over worlds of per-world int counters: out[k] (k < nc) = sum_w src_k[w]; one block, fixed tree
 static __global__ void k_count_sum(const int* a, const int* b, int N, long long* out_a, long long* out_b, double* da,
-                            double* db) {
+                                   double* db) {
   __shared__ long long sa[256], sb[256];
   long long x = 0, y = 0;
   for (int w = threadIdx.x; w < N; w += 256) {
@@ -143,8 +143,8 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   for (size_t i = 0; i < sizeof(kTasks) / sizeof(kTasks[0]); i++)
     if (!strcmp(kTasks[i].name, name)) tk = &kTasks[i];
   if (!tk) {
-    snprintf(err, errlen, "task %s: not in the CUDA build (envs/%s.c is compiled into envs/env_cuda.cu by CMake)",
-             name, name);
+    snprintf(err, errlen, "task %s: not in the CUDA build (envs/%s.c is compiled into envs/env_cuda.cu by CMake)", name,
+             name);
     return -1;
   }
   if (sizeof(sim_real) != sizeof(float)) return -1;
@@ -167,6 +167,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   e->dm = simcuda_model(e->g), e->dd = simcuda_data(e->g);
   size_t n = (size_t)N, sz = 0, off[16];
   int k = 0;
+  // clang-format off
   off[k++] = sz, sz += al256(4 * n);                    // t
   off[k++] = sz, sz += al256(8 * n);                    // rng
   off[k++] = sz, sz += al256(4 * n);                    // nan_seen
@@ -179,6 +180,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   off[k++] = sz, sz += al256(8 * n);                    // fin_ret
   off[k++] = sz, sz += al256(4 * n);                    // fin_len
   off[k++] = sz, sz += al256(4 * n * E->nub);           // du
+  // clang-format on
   if (cudaMalloc(&e->block, sz) != cudaSuccess || cudaMemset(e->block, 0, sz) != cudaSuccess ||
       cudaMallocHost((void**)&e->stats_host, sizeof(EnvCudaStats)) != cudaSuccess ||
       cudaMemcpy(&e->hd, e->dd, sizeof(SimData), cudaMemcpyDeviceToHost) != cudaSuccess) {

@@ -29,31 +29,31 @@ typedef struct EnvCuda EnvCuda;
 
 // What env_cuda_step stores of one control step (device arrays; any pointer may be NULL: not stored).
 typedef struct {
-  float *pre_qpos, *pre_qvel;                 // (N, nq), (N, nv) state before the step
-  float *post_qpos, *post_qvel, *post_ctrl;   // (N, nq), (N, nv), (N, max(nu, 1)) after it, before an auto-reset
-  float* next_obs;                            // (N, obs_dim) observation after the step, before an auto-reset
-  float* reward;                              // (N)
-  uint8_t *terminated, *truncated;            // (N) as EnvBatch's
+  float *pre_qpos, *pre_qvel;                // (N, nq), (N, nv) state before the step
+  float *post_qpos, *post_qvel, *post_ctrl;  // (N, nq), (N, nv), (N, max(nu, 1)) after it, before an auto-reset
+  float* next_obs;                           // (N, obs_dim) observation after the step, before an auto-reset
+  float* reward;                             // (N)
+  uint8_t *terminated, *truncated;           // (N) as EnvBatch's
 } EnvCudaRecord;
 
 // Gradient of one recorded control step (env_cuda_step_backward); device arrays of that step t.
 typedef struct {
   const float *pre_qpos, *pre_qvel, *post_qpos, *post_qvel, *post_ctrl, *act;  // as recorded / applied
   const uint8_t *terminated, *truncated;
-  const float* reward_cot;    // (N) dL/dr_t
-  const float* value_mask;    // (N) nonzero where the loss has a term in the next observation (NULL: none)
-  const float* next_obs_cot;  // (N, obs_dim) dL/d(next observation) where value_mask != 0
+  const float* reward_cot;           // (N) dL/dr_t
+  const float* value_mask;           // (N) nonzero where the loss has a term in the next observation (NULL: none)
+  const float* next_obs_cot;         // (N, obs_dim) dL/d(next observation) where value_mask != 0
   const float *cot_qpos, *cot_qvel;  // (N, nv) cotangent of the post-step state from later steps (read where
                                      // the world did not end at t; tangent space of qpos, nq == nv)
-  float* act_cot;             // (N, act_dim) out: dL/da_t (zero where non-finite)
-  float* act_cot_norm;        // (N) out: |dL/da_t| (float of the float64 norm)
-  uint8_t* nonfinite;         // (N) out: 1 where the world's cotangents were non-finite (zeroed)
+  float* act_cot;                    // (N, act_dim) out: dL/da_t (zero where non-finite)
+  float* act_cot_norm;               // (N) out: |dL/da_t| (float of the float64 norm)
+  uint8_t* nonfinite;                // (N) out: 1 where the world's cotangents were non-finite (zeroed)
 } EnvCudaStepGrad;
 
 // The device copy of host's worlds (host->m must already have gradients enabled when steps are to be recorded).
 int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, size_t errlen);
 void env_cuda_destroy(EnvCuda* e);
-const char* env_cuda_last_error(void);  // message of the last failed call
+const char* env_cuda_last_error(void);                  // message of the last failed call
 int env_cuda_upload(EnvCuda* e, const EnvBatch* host);  // host mirror -> device (synchronous)
 int env_cuda_download(EnvCuda* e, EnvBatch* host);      // device -> host mirror (synchronous)
 
@@ -76,7 +76,8 @@ int env_cuda_constraint_evals(EnvCuda* e, long long* out_dev);
 // Per-iteration statistics: stats_begin enqueues the copy of the episode counters, the recent-episode ring,
 // the reward sum and the overflow totals to pinned host memory; after the stream is synchronized, stats_end
 // writes them into host (stats, recent_return/_len, reward_total; host may be NULL) and the overflow totals
-// (all worlds, cumulative; before the first stats_begin: the uploaded host totals) into *contacts / *rows (may be NULL).
+// (all worlds, cumulative; before the first stats_begin: the uploaded host totals) into *contacts / *rows
+// (either may be NULL).
 int env_cuda_stats_begin(EnvCuda* e);
 void env_cuda_stats_end(EnvCuda* e, EnvBatch* host, double* contacts, double* rows);
 

@@ -14,7 +14,7 @@
 
 // episode statistics on the device, copied to the host once per iteration
 typedef struct {
-  long long stats[2];     // finished episodes, non-finite resets
+  long long stats[2];  // finished episodes, non-finite resets
   double reward_total;
   double contacts, rows;  // overflow totals (filled by env_cuda_stats_begin)
   double recent_return[ENV_RECENT];
@@ -24,11 +24,11 @@ typedef struct {
 // device state and scratch of the batch (pointers into device memory), passed by value to kernels
 typedef struct {
   int N, O, A, nub, fs, needs_kin, episode_steps;
-  int* t;               // (N)
-  uint64_t* rng;        // (N)
-  int* nan_seen;        // (N)
-  float* obs;           // (N, O)
-  double* ep_return;    // (N)
+  int* t;             // (N)
+  uint64_t* rng;      // (N)
+  int* nan_seen;      // (N)
+  float* obs;         // (N, O)
+  double* ep_return;  // (N)
   EnvCudaStats* stats;
   float* rew;           // (N) reward of the last step
   unsigned char* done;  // (N) the episode ended at the last step
@@ -44,8 +44,8 @@ typedef struct EnvCudaTask {
   const char* name;
   void (*step)(struct EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record);
   void (*backward)(struct EnvCuda* e, const EnvCudaStepGrad* g);
-  void (*pre_cot)(struct EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot,
-                  float* cq, float* cv);
+  void (*pre_cot)(struct EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot, float* cq,
+                  float* cv);
 } EnvCudaTask;
 
 struct EnvCuda {
@@ -55,10 +55,10 @@ struct EnvCuda {
   const SimData* dd;   // device SimData struct
   SimData hd;          // its host copy (device pointers)
   int nq, nv, nu, nbody, ngeom;
-  int adj;             // the model has gradients enabled (tape, cotangents)
+  int adj;  // the model has gradients enabled (tape, cotangents)
   EnvDev E;
-  void* block;                      // the device allocation of E's arrays
-  EnvCudaStats* stats_host;         // pinned
+  void* block;               // the device allocation of E's arrays
+  EnvCudaStats* stats_host;  // pinned
 };
 
 #endif

@@ -16,7 +16,7 @@
 #include <float.h>
 #include <string.h>
 
-#include "sim/sim_forward.c"
+#include "sim/sim_forward.c"  // the per-world engine first (as sim_cuda.cu)
 #include "envs/env_cuda_impl.h"
 
 #define ENV_FULL_MASK 0xffffffffu
@@ -162,59 +162,57 @@ __global__ void k_env_pre_cot(const SimModel* m, const SimData* d, EnvDev E, con
 static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1) / ENV_CUDA_WPB); }
 
 // the traits struct EnvT_<task> over the task file's functions
-#define ENV_CUDA_TRAITS(task)                                                                                  \
-  struct EnvT_##task {                                                                                         \
-    static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, uint64_t* r, int l, int n) { \
-      task##_reset(m, d, r, l, n);                                                                             \
-    }                                                                                                          \
-    static __device__ __forceinline__ void act(const SimModel* m, SimWorld* d, const sim_real* a, int l,      \
-                                               int n) {                                                        \
-      task##_act(m, d, a, l, n);                                                                               \
-    }                                                                                                          \
-    static __device__ __forceinline__ sim_real reward(const SimModel* m, const SimWorld* d,                    \
-                                                      const sim_real* a) {                                     \
-      return task##_reward(m, d, a);                                                                           \
-    }                                                                                                          \
-    static __device__ __forceinline__ int terminated(const SimModel* m, const SimWorld* d) {                   \
-      return task##_terminated(m, d);                                                                          \
-    }                                                                                                          \
-    static __device__ __forceinline__ void observe(const SimModel* m, const SimWorld* d, sim_real* o, int l,  \
-                                                   int n) {                                                    \
-      task##_observe(m, d, o, l, n);                                                                           \
-    }                                                                                                          \
-    static __device__ __forceinline__ void observe_vjp(const SimModel* m, const SimWorld* d,                   \
-                                                       const sim_real* g, sim_real* dq, sim_real* dv) {        \
-      task##_observe_vjp(m, d, g, dq, dv);                                                                     \
-    }                                                                                                          \
-    static __device__ __forceinline__ void reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* a, \
-                                                      sim_real dr, sim_real* dq, sim_real* dv, sim_real* dc) { \
-      task##_reward_vjp(m, d, a, dr, dq, dv, dc);                                                              \
-    }                                                                                                          \
-    static __device__ __forceinline__ void act_vjp(const SimModel* m, const SimWorld* d, const sim_real* a,   \
-                                                   const sim_real* dc, sim_real* da) {                         \
-      task##_act_vjp(m, d, a, dc, da);                                                                         \
-    }                                                                                                          \
+#define ENV_CUDA_TRAITS(task)                                                                                         \
+  struct EnvT_##task {                                                                                                \
+    static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, uint64_t* r, int l, int n) {         \
+      task##_reset(m, d, r, l, n);                                                                                    \
+    }                                                                                                                 \
+    static __device__ __forceinline__ void act(const SimModel* m, SimWorld* d, const sim_real* a, int l, int n) {     \
+      task##_act(m, d, a, l, n);                                                                                      \
+    }                                                                                                                 \
+    static __device__ __forceinline__ sim_real reward(const SimModel* m, const SimWorld* d, const sim_real* a) {      \
+      return task##_reward(m, d, a);                                                                                  \
+    }                                                                                                                 \
+    static __device__ __forceinline__ int terminated(const SimModel* m, const SimWorld* d) {                          \
+      return task##_terminated(m, d);                                                                                 \
+    }                                                                                                                 \
+    static __device__ __forceinline__ void observe(const SimModel* m, const SimWorld* d, sim_real* o, int l, int n) { \
+      task##_observe(m, d, o, l, n);                                                                                  \
+    }                                                                                                                 \
+    static __device__ __forceinline__ void observe_vjp(const SimModel* m, const SimWorld* d, const sim_real* g,       \
+                                                       sim_real* dq, sim_real* dv) {                                  \
+      task##_observe_vjp(m, d, g, dq, dv);                                                                            \
+    }                                                                                                                 \
+    static __device__ __forceinline__ void reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* a,        \
+                                                      sim_real dr, sim_real* dq, sim_real* dv, sim_real* dc) {        \
+      task##_reward_vjp(m, d, a, dr, dq, dv, dc);                                                                     \
+    }                                                                                                                 \
+    static __device__ __forceinline__ void act_vjp(const SimModel* m, const SimWorld* d, const sim_real* a,           \
+                                                   const sim_real* dc, sim_real* da) {                                \
+      task##_act_vjp(m, d, a, dc, da);                                                                                \
+    }                                                                                                                 \
   };
 
 // env_cuda_step_<task>: the step launcher
-#define ENV_CUDA_STEP(task)                                                                                  \
-  void env_cuda_step_##task(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record) {            \
-    EnvCudaRecord r;                                                                                         \
-    if (rec) r = *rec;                                                                                       \
-    else memset(&r, 0, sizeof(r));                                                                           \
-    k_env_step<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, act, r,      \
-                                                                            record);                         \
+#define ENV_CUDA_STEP(task)                                                                                      \
+  void env_cuda_step_##task(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record) {                \
+    EnvCudaRecord r;                                                                                             \
+    if (rec)                                                                                                     \
+      r = *rec;                                                                                                  \
+    else                                                                                                         \
+      memset(&r, 0, sizeof(r));                                                                                  \
+    k_env_step<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, act, r, record); \
   }
 
 // env_cuda_backward_<task>, env_cuda_pre_cot_<task>: the gradient launchers
-#define ENV_CUDA_GRAD(task)                                                                                  \
-  void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g) {                                      \
-    k_env_backward<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, *g);     \
-  }                                                                                                          \
-  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u,                   \
-                               const float* obs_cot, float* cq, float* cv) {                                 \
-    k_env_pre_cot<EnvT_##task><<<(unsigned)((e->E.N + 127) / 128), 128>>>(e->dm, e->dd, e->E, q, v, u,      \
-                                                                          obs_cot, cq, cv);                  \
+#define ENV_CUDA_GRAD(task)                                                                                      \
+  void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g) {                                          \
+    k_env_backward<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, *g);         \
+  }                                                                                                              \
+  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot, \
+                               float* cq, float* cv) {                                                           \
+    k_env_pre_cot<EnvT_##task>                                                                                   \
+        <<<(unsigned)((e->E.N + 127) / 128), 128>>>(e->dm, e->dd, e->E, q, v, u, obs_cot, cq, cv);               \
   }
 
 #endif
