@@ -16,6 +16,10 @@ static const char* kUsage =
     "usage: adjoint verify MODEL.xml [options]\n"
     "Compares our engine with MuJoCo 3.12 C (float64) at states drawn from MuJoCo rollouts under random\n"
     "controls (from the model's first keyframe if it has one).\n"
+    "Gradient block (on by default): on up to 32 of the states (evenly spaced), c' dx'/du of one step, for a\n"
+    "random c and u = qpos (tangent), qvel, ctrl: our adjoint against central differences (eps 1e-6) of MuJoCo\n"
+    "C steps, both engines running the converged solver. States where a +-eps perturbation changes the contacts\n"
+    "or constraint rows, or crosses a ctrl clamp, are skipped and counted (JSON: compared + skipped).\n"
     "  --states N          states to compare (default 64)\n"
     "  --seed S            random seed (default 0)\n"
     "  --precision P       float32 (default) or float64 (CPU only)\n"
@@ -104,9 +108,211 @@ static void random_ctrl(const mjModel* m, mjData* d, Rng* rng) {
   }
 }
 
+// ---- gradient block: c' dx'/du of one step, ours against MuJoCo central differences ----
+#define GRAD_EPS 1e-6
+#define GRAD_MAX_STATES 32  // (kUsage says so) FD costs 2 (2 nv + nu) converged MuJoCo steps per state
+enum { GRAD_COMPARED = 0, GRAD_SKIP_DECISION = 1, GRAD_SKIP_CLAMP = 2 };
+
+// discrete decisions of one MuJoCo step: contacts (geom pairs, in order) and constraint rows (type, state)
+typedef struct {
+  int ncon, nefc;
+  int *geom, *type, *state;
+} Decisions;
+
+static void decisions_save(const mjData* d, Decisions* s) {
+  s->ncon = d->ncon;
+  s->nefc = d->nefc;
+  s->geom = (int*)realloc(s->geom, sizeof(int) * (2 * (size_t)d->ncon + 1));
+  s->type = (int*)realloc(s->type, sizeof(int) * ((size_t)d->nefc + 1));
+  s->state = (int*)realloc(s->state, sizeof(int) * ((size_t)d->nefc + 1));
+  for (int c = 0; c < d->ncon; c++) s->geom[2 * c] = d->contact[c].geom[0], s->geom[2 * c + 1] = d->contact[c].geom[1];
+  memcpy(s->type, d->efc_type, sizeof(int) * d->nefc);
+  memcpy(s->state, d->efc_state, sizeof(int) * d->nefc);
+}
+
+static int decisions_equal(const mjData* d, const Decisions* s) {
+  if (d->ncon != s->ncon || d->nefc != s->nefc) return 0;
+  for (int c = 0; c < d->ncon; c++)
+    if (d->contact[c].geom[0] != s->geom[2 * c] || d->contact[c].geom[1] != s->geom[2 * c + 1]) return 0;
+  return !memcmp(d->efc_type, s->type, sizeof(int) * d->nefc) && !memcmp(d->efc_state, s->state, sizeof(int) * d->nefc);
+}
+
+typedef struct {
+  const mjModel* m;
+  mjData* d;
+  double *e, *qp, *vp, *dq;  // scratch: unit tangent (nv), outputs of both sides (2 nq, 2 nv), qpos difference (nv)
+  Decisions nominal;
+} GradRef;
+
+// one MuJoCo step from state s of b, input coordinate k (qpos tangent, qvel, ctrl; -1: none) moved by h
+static void ref_step(GradRef* r, const VerifyBatch* b, int s, int k, double h) {
+  const mjModel* m = r->m;
+  mjData* d = r->d;
+  int nq = m->nq, nv = m->nv, nu = m->nu;
+  mj_resetData(m, d);
+  memcpy(d->qpos, b->qpos + (size_t)s * nq, sizeof(double) * nq);
+  memcpy(d->qvel, b->qvel + (size_t)s * nv, sizeof(double) * nv);
+  memcpy(d->ctrl, b->ctrl + (size_t)s * nu, sizeof(double) * nu);
+  memcpy(d->qacc_warmstart, b->warm + (size_t)s * nv, sizeof(double) * nv);
+  if (k >= 0 && k < nv) {
+    memset(r->e, 0, sizeof(double) * nv);
+    r->e[k] = 1;
+    mj_integratePos(m, d->qpos, r->e, h);
+  } else if (k >= nv && k < 2 * nv) {
+    d->qvel[k - nv] += h;
+  } else if (k >= 2 * nv) {
+    d->ctrl[k - 2 * nv] += h;
+  }
+  mj_step(m, d);
+}
+
+// a control whose clamp to ctrlrange switches on or off within +-h: the derivative has a kink there
+static int ctrl_clamp_crossed(const mjModel* m, const double* ctrl, double h) {
+  if (m->opt.disableflags & mjDSBL_CLAMPCTRL) return 0;
+  for (int i = 0; i < m->nu; i++) {
+    if (!m->actuator_ctrllimited[i]) continue;
+    double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1], x = ctrl[i];
+    int in = x >= lo && x <= hi;
+    if ((x - h >= lo && x - h <= hi) != in || (x + h >= lo && x + h <= hi) != in) return 1;
+  }
+  return 0;
+}
+
+// g = c' dx'/d(qpos tangent, qvel, ctrl) (2 nv + nu) by central differences of MuJoCo steps from state s.
+// Returns GRAD_COMPARED, or why the state is skipped (a perturbation changes a discrete decision).
+static int ref_grad(GradRef* r, const VerifyBatch* b, int s, double* g) {
+  const mjModel* m = r->m;
+  int nq = m->nq, nv = m->nv;
+  if (ctrl_clamp_crossed(m, b->ctrl + (size_t)s * m->nu, GRAD_EPS)) return GRAD_SKIP_CLAMP;
+  ref_step(r, b, s, -1, 0);
+  decisions_save(r->d, &r->nominal);
+  const double *cq = b->cot_qpos + (size_t)s * nv, *cv = b->cot_qvel + (size_t)s * nv;
+  for (int k = 0; k < 2 * nv + m->nu; k++) {
+    for (int side = 0; side < 2; side++) {
+      ref_step(r, b, s, k, side ? GRAD_EPS : -GRAD_EPS);
+      if (!decisions_equal(r->d, &r->nominal)) return GRAD_SKIP_DECISION;
+      memcpy(r->qp + side * nq, r->d->qpos, sizeof(double) * nq);
+      memcpy(r->vp + side * nv, r->d->qvel, sizeof(double) * nv);
+    }
+    mj_differentiatePos(m, r->dq, 2 * GRAD_EPS, r->qp, r->qp + nq);
+    double acc = 0;
+    for (int i = 0; i < nv; i++) acc += cq[i] * r->dq[i] + cv[i] * (r->vp[nv + i] - r->vp[i]) / (2 * GRAD_EPS);
+    g[k] = acc;
+  }
+  return GRAD_COMPARED;
+}
+
+typedef struct {
+  Stat qpos, qvel, ctrl;
+  int compared, skipped, skipped_clamp;
+  int nconstraint;  // compared states whose adjoint met constraint rows it does not differentiate
+} GradResult;
+
+// the gradient states: up to GRAD_MAX_STATES of the n states, evenly spaced; c drawn from rng
+static VerifyBatch grad_batch(const mjModel* m, const VerifyBatch* all, Rng* rng, int f32, double** mem) {
+  int nq = m->nq, nv = m->nv, nu = m->nu, n = all->n < GRAD_MAX_STATES ? all->n : GRAD_MAX_STATES;
+  VerifyBatch g = {0};
+  g.n = n;
+  double* p = *mem = (double*)calloc((size_t)n * (nq + 7 * nv + 2 * nu) + 1, sizeof(double));
+  g.qpos = p, p += (size_t)n * nq;
+  g.qvel = p, p += (size_t)n * nv;
+  g.ctrl = p, p += (size_t)n * nu;
+  g.warm = p, p += (size_t)n * nv;
+  double *cq = p, *cv = p + (size_t)n * nv;
+  g.cot_qpos = cq, g.cot_qvel = cv, p += (size_t)2 * n * nv;
+  g.grad_qpos = p, p += (size_t)n * nv;
+  g.grad_qvel = p, p += (size_t)n * nv;
+  g.grad_ctrl = p;
+  g.grad_nconstraint = (int*)calloc((size_t)n + 1, sizeof(int));
+  for (int i = 0; i < n; i++) {
+    int s = (int)((long long)i * all->n / n);
+    memcpy(g.qpos + (size_t)i * nq, all->qpos + (size_t)s * nq, sizeof(double) * nq);
+    memcpy(g.qvel + (size_t)i * nv, all->qvel + (size_t)s * nv, sizeof(double) * nv);
+    memcpy(g.ctrl + (size_t)i * nu, all->ctrl + (size_t)s * nu, sizeof(double) * nu);
+    memcpy(g.warm + (size_t)i * nv, all->warm + (size_t)s * nv, sizeof(double) * nv);
+    // c over the tangent of (qpos', qvel'), in the engine's precision so that both use the same c
+    for (int k = 0; k < nv; k++) cq[(size_t)i * nv + k] = round_prec(rng_normal(rng), f32);
+    for (int k = 0; k < nv; k++) cv[(size_t)i * nv + k] = round_prec(rng_normal(rng), f32);
+  }
+  return g;
+}
+
+// per-state relative errors of our gradients against the reference FD, over the compared states
+static void grad_compare(const mjModel* m, VerifyBatch* g, GradResult* res) {
+  int nv = m->nv, nu = m->nu, n = g->n;
+  GradRef r = {0};
+  r.m = m;
+  r.d = mj_makeData(m);
+  r.e = (double*)malloc(sizeof(double) * (size_t)(6 * nv + 2 * m->nq + nu + 1));
+  r.qp = r.e + nv, r.vp = r.qp + 2 * m->nq, r.dq = r.vp + 2 * nv;
+  double* ref = r.dq + nv;  // 2 nv + nu
+  double* e = (double*)malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
+  int c = 0;
+  for (int s = 0; s < n; s++) {
+    int why = ref_grad(&r, g, s, ref);
+    if (why != GRAD_COMPARED) {
+      res->skipped++;
+      res->skipped_clamp += why == GRAD_SKIP_CLAMP;
+      continue;
+    }
+    e[c] = relerr(g->grad_qpos + (size_t)s * nv, ref, nv);
+    e[n + c] = relerr(g->grad_qvel + (size_t)s * nv, ref + nv, nv);
+    e[2 * n + c] = nu ? relerr(g->grad_ctrl + (size_t)s * nu, ref + 2 * nv, nu) : 0;
+    res->nconstraint += g->grad_nconstraint[s] > 0;
+    c++;
+  }
+  res->compared = c;
+  res->qpos = stats(e, c);
+  res->qvel = stats(e + n, c);
+  res->ctrl = stats(e + 2 * n, c);
+  free(e);
+  free(r.e);
+  free(r.nominal.geom), free(r.nominal.type), free(r.nominal.state);
+  mj_deleteData(r.d);
+}
+
+// the gradient block. Both engines run the converged solver: mconv is the user's model when it already does
+// (--converged), else NULL and a copy is loaded with opt's other settings. Returns 0 or 2 with a message in err.
+static int grad_block(const char* model, SimLoadOptions opt, mjModel* mconv, const VerifyBatch* all, Rng* rng, int f32,
+                      int cuda, GradResult* res, char* err, size_t errlen) {
+  if (all->n == 0) return 0;
+  fprintf(stderr, "note: gradient block: both engines run the converged solver (iterations 1000, tolerance 0)\n");
+  mjModel* m = mconv;
+  if (!m) {
+    opt.iterations = 1000;
+    opt.tolerance = 0;
+    opt.ls_iterations = 100;
+    void* mjv = NULL;
+    if (sim_load_mjcf(model, &opt, &mjv, err, errlen)) return 2;
+    m = (mjModel*)mjv;
+  }
+  double* mem = NULL;
+  VerifyBatch g = grad_batch(m, all, rng, f32, &mem);
+  int rc = f32 ? verify_grad_f32(m, &g, cuda, err, errlen) : verify_grad_f64(m, &g, cuda, err, errlen);
+  if (!rc) grad_compare(m, &g, res);
+  if (res->nconstraint)
+    fprintf(stderr, "note: gradient block: in %d of %d compared states the adjoint met constraint rows it does not "
+            "differentiate\n", res->nconstraint, res->compared);
+  free(mem);
+  free(g.grad_nconstraint);
+  if (m != mconv) sim_free_mjmodel(m);
+  return rc ? 2 : 0;
+}
+
+static void print_grad(const GradResult* gr) {
+  printf("gradient c' dx'/du of one step (converged solver), c random, vs MuJoCo C float64 central differences\n"
+         "(eps %g), relative error per state: |ours - ref| / max(|ref|, 1e-12)\n", GRAD_EPS);
+  printf("  %-12s %12s %12s\n", "input u", "median", "max");
+  printf("  %-12s %12.3e %12.3e\n", "qpos", gr->qpos.median, gr->qpos.max);
+  printf("  %-12s %12.3e %12.3e\n", "qvel", gr->qvel.median, gr->qvel.max);
+  printf("  %-12s %12.3e %12.3e\n", "ctrl", gr->ctrl.median, gr->ctrl.max);
+  printf("gradient: %d states compared, %d skipped (%d: contacts or constraint rows changed under +-eps, %d: a ctrl "
+         "clamp crossed)\n", gr->compared, gr->skipped, gr->skipped - gr->skipped_clamp, gr->skipped_clamp);
+}
+
 int verify_main(int argc, char** argv) {
   const char* model = NULL;
-  int nstate = 64, f32 = 1, cuda = 0, json = 0, nocontact = 0, noconstraint = 0, converged = 0;
+  int nstate = 64, f32 = 1, cuda = 0, json = 0, nocontact = 0, noconstraint = 0, converged = 0, grad = 1;
   unsigned long long seed = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -138,7 +344,7 @@ int verify_main(int argc, char** argv) {
     } else if (!strcmp(a, "--converged")) {
       converged = 1;
     } else if (!strcmp(a, "--no-grad")) {
-      // the gradient block is not built yet: nothing to skip
+      grad = 0;
     } else if (!strcmp(a, "--json")) {
       json = 1;
     } else if (a[0] == '-') {
@@ -260,6 +466,9 @@ int verify_main(int argc, char** argv) {
   mj_deleteData(d);
 
   int rc = f32 ? verify_engine_f32(m, &b, cuda, err, sizeof(err)) : verify_engine_f64(m, &b, cuda, err, sizeof(err));
+  GradResult gr = {0};
+  if (!rc && grad)
+    rc = grad_block(model, opt, converged ? m : NULL, &b, &rng, f32, cuda, &gr, err, sizeof(err));
   if (rc) {
     fprintf(stderr, "adjoint verify: %s: %s\n", model, err);
     free(mem);
@@ -305,9 +514,17 @@ int verify_main(int argc, char** argv) {
            "\"model_info\": {\"nq\": %d, \"nv\": %d, \"nu\": %d, \"ngeom\": %d, \"npair\": %d}, "
            "\"forward\": {\"qacc\": {\"median\": %.6e, \"max\": %.6e}, \"qpos_next\": {\"median\": %.6e, \"max\": %.6e}, "
            "\"qvel_next\": {\"median\": %.6e, \"max\": %.6e}, \"qfrc_constraint\": {\"median\": %.6e, \"max\": %.6e}, "
-           "\"contacts_match\": %.6f}, \"overflow\": {\"contacts\": %lld, \"rows\": %lld}}\n",
+           "\"contacts_match\": %.6f}, \"overflow\": {\"contacts\": %lld, \"rows\": %lld}, ",
            model, prec, be, n, converged ? "true" : "false", nq, nv, nu, (int)m->ngeom, b.npair, sa.median, sa.max,
            sp.median, sp.max, sv.median, sv.max, sf.median, sf.max, cmatch, b.ncon_overflow, b.nefc_overflow);
+    if (grad)
+      printf("\"gradient\": {\"qpos\": {\"median\": %.6e, \"max\": %.6e}, \"qvel\": {\"median\": %.6e, \"max\": %.6e}, "
+             "\"ctrl\": {\"median\": %.6e, \"max\": %.6e}, \"skipped\": %d, \"skipped_clamp\": %d, "
+             "\"compared\": %d}}\n",
+             gr.qpos.median, gr.qpos.max, gr.qvel.median, gr.qvel.max, gr.ctrl.median, gr.ctrl.max, gr.skipped,
+             gr.skipped_clamp, gr.compared);
+    else
+      printf("\"gradient\": null}\n");
   } else {
     printf("adjoint verify: %s  (precision %s, backend %s, %d states, seed %llu%s)\n", model, prec, be, n, seed,
            converged ? ", converged solver" : "");
@@ -321,6 +538,7 @@ int verify_main(int argc, char** argv) {
     printf("contacts match MuJoCo's (same geom pairs and count) in %.1f%% of states\n", 100 * cmatch);
     if (b.ncon_overflow || b.nefc_overflow)
       printf("overflow: %lld contacts, %lld constraint rows dropped\n", b.ncon_overflow, b.nefc_overflow);
+    if (grad) print_grad(&gr);
   }
   free(e);
   free(mem);

@@ -17,10 +17,17 @@ typedef struct VerifyBatch {
   int npair;                      // out: candidate pairs of our SimModel
   long long ncon_overflow;        // out: contacts / rows dropped for lack of capacity, summed over states
   long long nefc_overflow;
+  // gradient block (verify_grad): cotangent c of the step's output, the input cotangents c' dx'/du
+  const double *cot_qpos, *cot_qvel;         // (n, nv), (n, nv) in: c (qpos part in the tangent space)
+  double *grad_qpos, *grad_qvel, *grad_ctrl;  // (n, nv), (n, nv), (n, nu) out
+  int* grad_nconstraint;                      // (n) out: evaluations whose constraint rows were not differentiated
 } VerifyBatch;
 
 int verify_engine_f64(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);
 int verify_engine_f32(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);
+// one recorded control step (one substep) and its backward from each state of b
+int verify_grad_f64(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);
+int verify_grad_f32(const void* mjmodel, VerifyBatch* b, int backend, char* err, size_t errlen);
 
 int verify_main(int argc, char** argv);
 
