@@ -1,23 +1,292 @@
-// sim_adjoint_constraint.c: the solver adjoint, the slot where the constraint adjoint (physics.md section 3.1,
-// "Reverse pass") plugs into the smooth backward. Today: the smooth case, H = M (no rows).
+// sim_adjoint_constraint.c: the solver adjoint (physics.md section 3.1, "Reverse pass"): the implicit-function
+// derivative of the converged Newton solution, with the row states (quadratic / satisfied / linear friction),
+// the contact set and each contact's branch frozen, as they were in this evaluation's forward pass.
 //
-// Contract of sim_adj_solver (called once per evaluation of the dynamics, after sim_adj_zero_eval, with the
-// forward intermediates of that evaluation in d, including the solver's state at its converged qacc):
-//   in:  adj_qacc (nv)  cotangent of the solver's output qacc (from the integrator adjoint)
-//   out (add to):  adj_qfrc_smooth  tau-bar = lambda = H^-1 adj_qacc
-//                  adj_M            -= sym(lambda qacc') on the lower CSR pattern (sim_adj_M_outer)
-//   with rows, also: adj_dv (J v, aref), adj_dq (limit rows' pos), adj_cdof / adj_subtree_com (Jacobians),
-//                  adj_geom_xpos / adj_geom_xmat / adj_xpos ... (contact geometry): every adj_* field of
-//                  the position and velocity stages is consumed by the smooth backward that follows.
+// Fixed point: r(a) = M a - tau - sum_r J_r' f_r = 0, with f_r = -D_r (J_r a - aref_r) for quadratic rows,
+// f_r = -+frictionloss for linear friction rows, 0 for satisfied rows. H = dr/da = M + J_Q' D_Q J_Q. Then with
+// lambda = H^-1 a-bar and u_r = J_r lambda, for a quadratic row:
+//   tau-bar += lambda, M-bar -= sym(lambda a'), aref-bar = D u, D-bar = -u (J a - aref),
+//   J-bar = f lambda' - aref-bar a' (+ the velocity term below), and for a linear row J-bar = f lambda'.
+// Row constants: aref = -K1 vel - K0 imp (pos - margin), vel = J v, D = 1/R, R = c (1 - imp) / imp with c
+// constant in pos (diagApprox from invweight0, the pyramid rule), imp = imp(pos). So
+//   vel-bar = -K1 aref-bar (v-bar += vel-bar J, J-bar += vel-bar v'),
+//   pos-bar = -K0 (imp + (pos - margin) imp') aref-bar + D-bar D (1/imp + 1/(1 - imp)) imp'.
+// Every row's J-bar is alpha lambda + beta a + gamma v (three scalars per row), which keeps the geometry
+// pass per contact and the gathers per dof / geom / body, each summing in contact or row order: the result
+// does not depend on the number of lanes. Geometry: limit rows have d pos / d q = J (hinge, slide, fixed
+// tendon through its length; ball: the cone angle), and a ball limit's J = -axis(q) is differentiated too;
+// friction-loss rows have constant J and pos; contact rows go J -> (frame, pos, cdof, subtree_com of the
+// roots) and dist -> the contact geometry VJP (sim_adjoint_collision.c) -> geom_xpos / geom_xmat.
+// Not differentiated: the cotangent of the contact friction coefficients (geom_friction stays zero).
 #include "sim_model.h"
 #include "sim_math.h"
 
+// per-contact scratch in adj_con (width SIM_ADJ_CON): geometry cotangents, root com cotangents, chain sums
+#define SIM_ADJ_CON 40
+#define SIM_ADJ_CON_GEOM 0   // (24) simc_adj_contact's g_bar: pos1, mat1, pos2, mat2
+#define SIM_ADJ_CON_COM1 24  // (3) cotangent of subtree_com[root(b1)]
+#define SIM_ADJ_CON_COM2 27  // (3) cotangent of subtree_com[root(b2)]
+#define SIM_ADJ_CON_ABG 30   // (9) A, B, G: sum over the contact's rows of alpha w, beta w, gamma w
+
+// dof i lies on the dof chain ending at dof `last` (dofs descend in index towards the root)
+SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
+  while (last > i) last = m->dof_parentid[last];
+  return last == i;
+}
+
+// sum over a contact's dof chains of x_i jd_i, jd_i the (frame-free) Jacobian difference column of dof i
+// (as sim_contact_row walks it) for three dof vectors x at once
+SIM_FN void sim_adj_jacdif3(const SimModel* m, const SimWorld* d, int c, const sim_real* x0, const sim_real* x1,
+                            const sim_real* x2, sim_real out[9]) {
+  const sim_real* pos = d->contact_pos + 3 * c;
+  int b1 = m->geom_bodyid[d->contact_geom[2 * c]], b2 = m->geom_bodyid[d->contact_geom[2 * c + 1]];
+  sim_real off1[3], off2[3];
+  simu_sub3(off1, pos, d->subtree_com + 3 * m->body_rootid[b1]);
+  simu_sub3(off2, pos, d->subtree_com + 3 * m->body_rootid[b2]);
+  for (int k = 0; k < 9; k++) out[k] = 0;
+  int i1 = sim_body_lastdof(m, b1), i2 = sim_body_lastdof(m, b2);
+  while (i1 >= 0 || i2 >= 0) {
+    sim_real jd[3] = {0, 0, 0}, p[3];
+    int i = i1 > i2 ? i1 : i2;
+    if (i == i1) {
+      sim_jacp_col(d, i, off1, p);
+      simu_sub3(jd, jd, p);
+      i1 = m->dof_parentid[i1];
+    }
+    if (i == i2) {
+      sim_jacp_col(d, i, off2, p);
+      simu_add3(jd, jd, p);
+      i2 = m->dof_parentid[i2];
+    }
+    simc_adj_acc3(out, jd, x0[i]);
+    simc_adj_acc3(out + 3, jd, x1[i]);
+    simc_adj_acc3(out + 6, jd, x2[i]);
+  }
+}
+
+// per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
+SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
+  int nv = m->nv, nefc = d->nefc[0];
+  for (int r = lane; r < nefc; r += nlane) {
+    sim_real* co = d->adj_efc + 4 * r;
+    const sim_real* J = d->efc_J + (size_t)r * nv;
+    int st = d->efc_state[r];
+    co[0] = co[1] = co[2] = co[3] = 0;
+    if (st == SIM_CSTATE_SATISFIED) continue;
+    co[0] = d->efc_force[r];  // J-bar = f lambda' for every active row
+    if (st != SIM_CSTATE_QUADRATIC) continue;
+    sim_real u = simu_dot(J, lambda, nv), D = d->efc_D[r];
+    const sim_real* kbip = d->efc_KBIP + 4 * r;
+    sim_real arefbar = D * u;
+    sim_real Dbar = -u * d->efc_Jaref[r];  // Jaref = J a - aref at the solver's last update
+    co[1] = -arefbar;
+    co[2] = -kbip[1] * arefbar;  // vel-bar
+    sim_real imp = kbip[2], impP = kbip[3], pm = d->efc_pos[r] - d->efc_margin[r];
+    sim_real posbar = -kbip[0] * (imp + pm * impP) * arefbar;
+    if (impP != 0 && d->efc_R[r] > (sim_real)SIM_MINVAL) posbar += Dbar * D * (1 / imp + 1 / (1 - imp)) * impP;
+    co[3] = posbar;
+  }
+  SIM_SYNC();
+}
+
+// limit rows: pos-bar -> q (hinge/slide dof, tendon length, ball angle) and a ball row's J-bar -> its axis.
+// Serial (lane 0): there are few such rows, and they come before the contact rows.
+SIM_FN void sim_adj_limit_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane) {
+  if (lane == 0) {
+    int nv = m->nv, nefc = d->nefc[0];
+    for (int r = 0; r < nefc; r++) {
+      int type = d->efc_type[r], id = d->efc_id[r];
+      const sim_real* co = d->adj_efc + 4 * r;
+      if (type == SIM_CNSTR_LIMIT_TENDON) {
+        d->adj_ten_length[id] += co[3] * sim_limit_sign(m, d, r);
+      } else if (type == SIM_CNSTR_LIMIT_JOINT) {
+        int adr = m->jnt_dofadr[id];
+        if (m->jnt_type[id] != SIM_JNT_BALL) {
+          d->adj_dq[adr] += co[3] * d->efc_J[(size_t)r * nv + adr];  // pos = +-(value - range): d pos / dq = J
+          continue;
+        }
+        // pos = max(range) - angle, J = -axis: angle-bar = -pos-bar, axis-bar = -J-bar; phi = angle axis is
+        // the rotation vector of the joint quaternion, whose tangent is dphi = Jr(phi)^-1 dq
+        sim_real axis[3], phi[3], abar[3], phibar[3];
+        sim_real angle = sim_ball_axis_angle(m, d, id, axis);
+        for (int k = 0; k < 3; k++) {
+          abar[k] = -(co[0] * lambda[adr + k] + co[1] * d->qacc[adr + k] + co[2] * d->qvel[adr + k]);
+          phi[k] = angle * axis[k];
+        }
+        sim_real s = simu_dot3(axis, abar);
+        for (int k = 0; k < 3; k++)
+          phibar[k] = -co[3] * axis[k] + (angle > (sim_real)SIM_MINVAL ? (abar[k] - s * axis[k]) / angle : 0);
+        simu_adj_JrInvT(abar, phi, phibar);
+        for (int k = 0; k < 3; k++) d->adj_dq[adr + k] += abar[k];
+      }
+    }
+  }
+  SIM_SYNC();
+}
+
+// first row of each contact in adj_map (-1: a contact without rows); lane 0, O(nefc)
+SIM_FN void sim_adj_contact_rows(const SimModel* m, SimWorld* d, int* conrow, int ncon, int lane, int nlane) {
+  for (int c = lane; c < ncon; c += nlane) conrow[c] = -1;
+  SIM_SYNC();
+  if (lane == 0)
+    for (int r = d->nefc[0] - 1; r >= 0; r--) {
+      int type = d->efc_type[r];
+      if (type == SIM_CNSTR_CONTACT_FRICTIONLESS || type == SIM_CNSTR_CONTACT_PYRAMIDAL) conrow[d->efc_id[r]] = r;
+    }
+  SIM_SYNC();
+}
+
+// one contact's geometry pass: J-bar of its rows -> frame-bar, pos-bar, dist-bar -> geometry VJP; the root
+// com cotangents and the chain sums A, B, G that the per-dof gather needs, into its adj_con slot
+SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int r0, const sim_real* lambda) {
+  sim_real* out = d->adj_con + (size_t)SIM_ADJ_CON * c;
+  int dim = d->contact_dim[c], nrow = dim == 1 ? 1 : 2 * (dim - 1);
+  const sim_real* frame = d->contact_frame + 9 * c;
+  const sim_real* fr = d->contact_friction + 5 * c;
+  sim_real S[9], framebar[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, distbar = 0;
+  sim_adj_jacdif3(m, d, c, lambda, d->qacc, d->qvel, S);  // Lambda, Aa, V: sum_i x_i jd_i
+  sim_real* ABG = out + SIM_ADJ_CON_ABG;
+  for (int k = 0; k < 9; k++) ABG[k] = 0;
+  for (int q = 0; q < nrow; q++) {
+    const sim_real* co = d->adj_efc + 4 * (r0 + q);
+    int k = dim == 1 ? 0 : q / 2 + 1;                      // tangent of the pyramid edge
+    sim_real s = dim == 1 ? 0 : ((q & 1) ? -fr[k - 1] : fr[k - 1]);
+    sim_real w[3], wbar[3] = {0, 0, 0};                     // row = w . jd, w = normal + s tangent_k
+    simu_copy3(w, frame);
+    if (dim > 1) simc_adj_acc3(w, frame + 3 * k, s);
+    for (int e = 0; e < 3; e++) {
+      simc_adj_acc3(wbar, S + 3 * e, co[e]);
+      simc_adj_acc3(ABG + 3 * e, w, co[e]);
+    }
+    simu_add3(framebar, framebar, wbar);
+    if (dim > 1) simc_adj_acc3(framebar + 3 * k, wbar, s);
+    distbar += co[3];
+  }
+  // offsets off = pos - subtree_com[root]: off-bar = sum over the chain of +-X_i x cdof_ang_i,
+  // X_i = lambda_i A + a_i B + v_i G (sum over rows of J-bar_r[i] w_r)
+  int b1 = m->geom_bodyid[d->contact_geom[2 * c]], b2 = m->geom_bodyid[d->contact_geom[2 * c + 1]];
+  sim_real off1bar[3] = {0, 0, 0}, off2bar[3] = {0, 0, 0}, posbar[3];
+  int i1 = sim_body_lastdof(m, b1), i2 = sim_body_lastdof(m, b2);
+  while (i1 >= 0 || i2 >= 0) {
+    int i = i1 > i2 ? i1 : i2;
+    sim_real X[3] = {0, 0, 0}, t[3];
+    simc_adj_acc3(X, ABG, lambda[i]);
+    simc_adj_acc3(X, ABG + 3, d->qacc[i]);
+    simc_adj_acc3(X, ABG + 6, d->qvel[i]);
+    simu_cross(t, X, d->cdof + 6 * i);
+    if (i == i1) {
+      simu_sub3(off1bar, off1bar, t);
+      i1 = m->dof_parentid[i1];
+    }
+    if (i == i2) {
+      simu_add3(off2bar, off2bar, t);
+      i2 = m->dof_parentid[i2];
+    }
+  }
+  simu_add3(posbar, off1bar, off2bar);
+  simu_scl3(out + SIM_ADJ_CON_COM1, off1bar, -1);
+  simu_scl3(out + SIM_ADJ_CON_COM2, off2bar, -1);
+  simc_adj_contact(m, d, c, distbar, posbar, framebar, out + SIM_ADJ_CON_GEOM);
+}
+
+// contact rows: geometry pass per contact (lanes), then gathers per geom, per root body and per dof, each in
+// contact order
+SIM_FN void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
+  int ncon = SIM_MIN(d->ncon[0], m->nconmax);
+  if (ncon == 0) return;
+  int* conrow = d->adj_map + m->nv + m->nefcmax;
+  sim_adj_contact_rows(m, d, conrow, ncon, lane, nlane);
+  for (int c = lane; c < ncon; c += nlane)
+    if (conrow[c] >= 0) sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
+  SIM_SYNC();
+  for (int g = lane; g < m->ngeom; g += nlane)
+    for (int c = 0; c < ncon; c++) {
+      if (conrow[c] < 0) continue;
+      const sim_real* gb = d->adj_con + (size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_GEOM;
+      for (int side = 0; side < 2; side++) {
+        if (d->contact_geom[2 * c + side] != g) continue;
+        const sim_real* p = gb + 12 * side;
+        for (int k = 0; k < 3; k++) d->adj_geom_xpos[3 * g + k] += p[k];
+        for (int k = 0; k < 9; k++) d->adj_geom_xmat[9 * g + k] += p[3 + k];
+      }
+    }
+  for (int b = 1 + lane; b < m->nbody; b += nlane) {
+    if (m->body_rootid[b] != b) continue;
+    for (int c = 0; c < ncon; c++) {
+      if (conrow[c] < 0) continue;
+      const sim_real* cb = d->adj_con + (size_t)SIM_ADJ_CON * c;
+      for (int side = 0; side < 2; side++)
+        if (m->body_rootid[m->geom_bodyid[d->contact_geom[2 * c + side]]] == b)
+          simu_add3(d->adj_subtree_com + 3 * b, d->adj_subtree_com + 3 * b, cb + (side ? SIM_ADJ_CON_COM2 : SIM_ADJ_CON_COM1));
+    }
+  }
+  // cdof-bar of dof i: jacp column p = lin + ang x off gets p-bar = +X_i (chain of b2), -X_i (chain of b1)
+  for (int i = lane; i < m->nv; i += nlane) {
+    sim_real* cb = d->adj_cdof + 6 * i;
+    for (int c = 0; c < ncon; c++) {
+      if (conrow[c] < 0) continue;
+      int b[2] = {m->geom_bodyid[d->contact_geom[2 * c]], m->geom_bodyid[d->contact_geom[2 * c + 1]]};
+      const sim_real* ABG = d->adj_con + (size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_ABG;
+      for (int side = 0; side < 2; side++) {
+        int last = sim_body_lastdof(m, b[side]);
+        if (last < 0 || !sim_adj_on_chain(m, last, i)) continue;
+        sim_real X[3] = {0, 0, 0}, off[3], t[3], sg = side ? 1 : -1;
+        simc_adj_acc3(X, ABG, sg * lambda[i]);
+        simc_adj_acc3(X, ABG + 3, sg * d->qacc[i]);
+        simc_adj_acc3(X, ABG + 6, sg * d->qvel[i]);
+        simu_sub3(off, d->contact_pos + 3 * c, d->subtree_com + 3 * m->body_rootid[b[side]]);
+        simu_cross(t, off, X);
+        simu_add3(cb, cb, t);
+        simu_add3(cb + 3, cb + 3, X);
+      }
+    }
+  }
+  SIM_SYNC();
+}
+
+// Contract (called once per evaluation of the dynamics, after sim_adj_zero_eval, with the forward
+// intermediates of that evaluation in d, the solver's state at its converged qacc included):
+//   in:  adj_qacc (nv)  cotangent of the solver's output qacc (from the integrator adjoint)
+//   out (added to): adj_qfrc_smooth (lambda), adj_M, adj_dv (row velocities), adj_dq (limit rows),
+//        adj_ten_length (tendon limits), adj_cdof, adj_subtree_com, adj_geom_xpos, adj_geom_xmat (contacts):
+//        consumed by the smooth backward that follows.
 SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  if (lane == 0 && d->nefc[0] > 0) d->adj_nconstraint[0]++;  // rows present: their adjoint is missing
-  for (int i = lane; i < m->nv; i += nlane) d->adj_tmp[i] = d->adj_qacc[i];
+  int nv = m->nv, nefc = d->nefc[0];
+  sim_real* lambda = d->adj_tmp;
+  if (nefc == 0) {  // H = M: reuse the forward's LDL' factor
+    for (int i = lane; i < nv; i += nlane) lambda[i] = d->adj_qacc[i];
+    SIM_SYNC();
+    sim_solveLD(m, lambda, d->qLD, d->qLDiagInv, lane);
+  } else {
+    // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L
+    if (lane == 0) d->adj_nconstraint[0]++;
+    int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows
+    for (int i = lane; i < nv; i += nlane) {
+      ident[i] = i;
+      d->sol_grad[i] = d->adj_qacc[i];
+    }
+    for (int r = lane; r < nefc; r += nlane) ident[nv + r] = r;
+    SIM_SYNC();
+    SimSolveCtx ctx;
+    ctx.dofs = ident;
+    ctx.rows = ident + nv;
+    ctx.n = nv;
+    ctx.nr = nefc;
+    sim_hessian_factor(m, d, &ctx, lane, nlane);
+    sim_chol_solve(d, &ctx, lane);
+    for (int i = lane; i < nv; i += nlane) lambda[i] = d->sol_Mgrad[i];
+  }
+  for (int i = lane; i < nv; i += nlane) d->adj_qfrc_smooth[i] += lambda[i];
   SIM_SYNC();
-  sim_solveLD(m, d->adj_tmp, d->qLD, d->qLDiagInv, lane);  // lambda = M^-1 a-bar
-  for (int i = lane; i < m->nv; i += nlane) d->adj_qfrc_smooth[i] += d->adj_tmp[i];
+  sim_adj_M_outer(m, d->adj_M, lambda, d->qacc, -1, lane, nlane);
+  if (nefc == 0) return;
+  sim_adj_rows(m, d, lambda, lane, nlane);
+  for (int j = lane; j < nv; j += nlane) {  // efc_vel = J v
+    sim_real s = 0;
+    for (int r = 0; r < nefc; r++) s += d->adj_efc[4 * r + 2] * d->efc_J[(size_t)r * nv + j];
+    d->adj_dv[j] += s;
+  }
   SIM_SYNC();
-  sim_adj_M_outer(m, d->adj_M, d->adj_tmp, d->qacc, -1, lane, nlane);
+  sim_adj_limit_rows(m, d, lambda, lane);
+  sim_adj_contacts(m, d, lambda, lane, nlane);
 }

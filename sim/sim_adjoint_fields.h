@@ -19,7 +19,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
 #define SIM_DATA_FIELDS_ADJOINT                                                                    \
   /* tape: inputs of each recorded substep, oldest first */                                       \
   X(int, tape_n, adj, 1)                /* substeps recorded (tape cursor) */                      \
-  X(int, adj_nconstraint, adj, 1)       /* evaluations with constraint rows not differentiated yet */ \
+  X(int, adj_nconstraint, adj, 1)       /* evaluations differentiated through constraint rows */     \
   X(sim_real, tape_qpos, ntape, m->nq)                                                             \
   X(sim_real, tape_qvel, ntape, m->nv)                                                             \
   X(sim_real, tape_ctrl, ntape, m->nu)                                                             \
@@ -74,6 +74,10 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, adj_rk_a, adj, m->nv * 4)      /* RK4: cotangents of the stage accelerations */       \
   X(sim_real, adj_rk_dq, adj, m->nv)         /* RK4: accumulated qpos cotangent of the step input */ \
   X(sim_real, adj_rk_dv, adj, m->nv)         /* RK4: accumulated qvel cotangent of the step input */ \
+  /* solver adjoint scratch (sim_adjoint_constraint.c) */                                          \
+  X(sim_real, adj_efc, adj, m->nefcmax * 4)  /* per row: J-bar = [0] lambda + [1] qacc + [2] qvel; [3] pos-bar */ \
+  X(sim_real, adj_con, adj, m->nconmax * 40) /* per contact: geometry, root com cotangents, chain sums */ \
+  X(int, adj_map, adj, m->nv + m->nefcmax + m->nconmax) /* identity dof/row lists; first row per contact */ \
   /* parameter cotangents (hooks: accumulated over the backward pass; filled where implemented) */   \
   X(sim_real, adj_body_mass, adj, m->nbody)                                                        \
   X(sim_real, adj_body_ipos, adj, m->nbody * 3)                                                    \

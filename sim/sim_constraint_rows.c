@@ -159,6 +159,21 @@ SIM_FN void sim_contact_row(const SimModel* m, const SimWorld* d, int c, int k, 
   }
 }
 
+// Side of a hinge/slide/tendon limit row: +1 for the lower side (pos = value - range[0]; J = +1, d pos /
+// d value = +1), -1 for the upper side (pos = range[1] - value). The lower side is enumerated first whenever
+// it is active, so a row is the lower one iff it is its joint's first row and the lower side is active.
+SIM_FN sim_real sim_limit_sign(const SimModel* m, const SimWorld* d, int r) {
+  int type = d->efc_type[r], id = d->efc_id[r];
+  int first = r == 0 || d->efc_type[r - 1] != type || d->efc_id[r - 1] != id;
+  sim_real lo, value, margin;
+  if (type == SIM_CNSTR_LIMIT_TENDON) {
+    lo = m->tendon_range[2 * id], value = d->ten_length[id], margin = m->tendon_margin[id];
+  } else {
+    lo = m->jnt_range[2 * id], value = d->qpos[m->jnt_qposadr[id]], margin = m->jnt_margin[id];
+  }
+  return (first && -(lo - value) < margin) ? 1 : -1;
+}
+
 // MuJoCo's getimpedance
 SIM_FN sim_real sim_power(sim_real a, sim_real b) {
   if (b == 1) return a;
@@ -220,11 +235,7 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
         sim_ball_axis_angle(m, d, id, axis);
         for (int k = 0; k < 3; k++) row[adr + k] = -axis[k];
       } else {
-        // lower side (dist from range[0]) has J = +1, upper side J = -1: side = -1 for the lower row
-        // the lower side (J = +1) is enumerated first whenever it is active
-        sim_real value = d->qpos[m->jnt_qposadr[id]];
-        int first = r == 0 || d->efc_type[r - 1] != type || d->efc_id[r - 1] != id;
-        row[adr] = (first && -(m->jnt_range[2 * id] - value) < m->jnt_margin[id]) ? 1 : -1;
+        row[adr] = sim_limit_sign(m, d, r);
       }
       dA = m->dof_invweight0[adr];
       sr = m->jnt_solref + 2 * id;
@@ -232,11 +243,7 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
     }
   } else if (type == SIM_CNSTR_FRICTION_TENDON || type == SIM_CNSTR_LIMIT_TENDON) {
     for (int j = 0; j < nv; j++) row[j] = 0;
-    sim_real sgn = 1;
-    if (type == SIM_CNSTR_LIMIT_TENDON) {
-      int first = r == 0 || d->efc_type[r - 1] != type || d->efc_id[r - 1] != id;
-      sgn = (first && -(m->tendon_range[2 * id] - d->ten_length[id]) < m->tendon_margin[id]) ? 1 : -1;
-    }
+    sim_real sgn = type == SIM_CNSTR_LIMIT_TENDON ? sim_limit_sign(m, d, r) : 1;
     for (int k = 0; k < m->tendon_num[id]; k++) {
       int w = m->tendon_adr[id] + k;
       row[m->wrap_dofadr[w]] += m->wrap_prm[w];
