@@ -32,8 +32,8 @@
 //  (c) nablamimic.policy_ema_decay = d: Adam keeps an EMA of the actor parameters after every actor step;
 //      evaluation (act_eval) and export ("shac/ema") use it.
 //
-// The engine adjoint differentiates the smooth dynamics only: constraint rows (cartpole's slider limit) are
-// held fixed, so the gradient is exact while the limit is inactive. Tasks with nq != nv (quaternions) would
+// The engine adjoint differentiates the whole step, constraint rows included (contacts, limits, friction
+// loss), within the discrete regime of each evaluation (contact set and row states frozen). Tasks with nq != nv (quaternions) would
 // need a qpos -> tangent map for observe/reward VJPs: create refuses them for now.
 //
 // Buffers are time-major, world-minor: (H, N, ...). Deterministic: fixed seeds, sequential loops, no threads.

@@ -29,8 +29,8 @@
 //   forward_speed = qpos[rootx] / time (m/s, the displacement over the simulated time since the reset).
 //
 // Contacts (the foot, calf, ... on the floor) and the joint limits are constraint rows: SHAC differentiates
-// through them only once the constraint adjoint lands (sim/sim_adjoint_constraint.c); the reward and
-// observation VJPs here are exact either way.
+// through them with the engine's constraint adjoint (sim/sim_adjoint_constraint.c); the reward and
+// observation VJPs here are exact.
 #include "envs/env.h"
 
 #define HOPPER_Z0 1.0            // the torso body's height at rootz = 0 (hopper.xml: body torso pos="0 0 1")

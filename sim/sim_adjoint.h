@@ -9,12 +9,15 @@
 //                     read d->adj_ctrl (dL/dctrl_t); add per-step loss cotangents to adj_qpos/adj_qvel
 // The backward recomputes each substep from the tape (states only are stored) and keeps the world's state
 // (not its intermediates). Not on the tape: qfrc_applied (held at its current value) and time.
-// Smooth dynamics only: constraint rows are not differentiated yet (sim_adj_solver, sim_adjoint_constraint.c,
-// is the slot of the constraint adjoint); d->adj_nconstraint counts evaluations that had rows.
+// Constraint rows (contacts, joint/tendon limits, friction loss) are differentiated at the solver's fixed point
+// with the discrete decisions of each evaluation frozen (contact set and branches, row states, clamps): the
+// backward recomputes each substep from its tape entry, so it sees the same decisions as the forward did
+// (sim_adjoint_constraint.c). The gradient is that of the converged solution: with the model's own
+// tolerance it is exact to the solver's residual. d->adj_nconstraint counts evaluations that had rows.
 // Parameter cotangents (adj_body_mass, adj_body_ipos, adj_geom_friction): zeroed by sim_tape_clear,
 // accumulated by the backward. body_mass and body_ipos are exact through kinematics, subtree_com and cinert
-// (tested vs MuJoCo FD) but miss the implicitfast free-body block's dependence; geom_friction waits for the
-// contact adjoint.
+// (tested vs MuJoCo FD) but miss the implicitfast free-body block's dependence and the constraint rows'
+// dependence through invweight0 (a model constant here); geom_friction is not produced (stays zero).
 #ifndef ADJ_SIM_ADJOINT_H
 #define ADJ_SIM_ADJOINT_H
 

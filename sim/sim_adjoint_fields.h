@@ -46,7 +46,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, adj_ximat, adj, m->nbody * 9)                                                        \
   X(sim_real, adj_xanchor, adj, m->njnt * 3)                                                       \
   X(sim_real, adj_xaxis, adj, m->njnt * 3)                                                         \
-  X(sim_real, adj_geom_xpos, adj, m->ngeom * 3) /* filled by the collision adjoint (later) */      \
+  X(sim_real, adj_geom_xpos, adj, m->ngeom * 3) /* filled by the contact geometry adjoint */       \
   X(sim_real, adj_geom_xmat, adj, m->ngeom * 9)                                                    \
   X(sim_real, adj_subtree_com, adj, m->nbody * 3)                                                  \
   X(sim_real, adj_cinert, adj, m->nbody * 10)                                                      \

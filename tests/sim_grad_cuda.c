@@ -1,6 +1,8 @@
 // sim_grad_cuda: the CUDA backward (one warp per world) against the float32 CPU backward, same source: a
 // recorded rollout of 4 control steps x 4 substeps and its backward, on G1 (implicitfast) and the gradient
-// test models (constraints disabled), 256 worlds. Skips (77) without a device.
+// test models (constraints disabled), 256 worlds; then with contacts and limits (G1 scene from its keyframe,
+// hopper, walker, free bodies): CUDA vs CPU per world (median and worst world), and two CUDA runs bitwise.
+// Skips (77) without a device.
 #include <mujoco/mujoco.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,9 +22,16 @@ static double urand(void) {
   return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
-// relative error of a block (per world, against the block's max magnitude)
-static double block_err(const float* a, const float* b, int n, int nworld) {
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+// relative error of a block per world (against the block's max magnitude): worst world, and the median world
+// in *med (if given)
+static double block_err_med(const float* a, const float* b, int n, int nworld, double* med) {
   double worst = 0;
+  double* e_w = malloc(sizeof(double) * (size_t)nworld);
   for (int w = 0; w < nworld; w++) {
     double scale = 1e-30, diff = 0;
     for (int i = 0; i < n; i++) {
@@ -30,9 +39,18 @@ static double block_err(const float* a, const float* b, int n, int nworld) {
       double e = fabs((double)a[w * n + i] - (double)b[w * n + i]);
       diff = (e == e) ? fmax(diff, e) : INFINITY;
     }
-    worst = fmax(worst, diff / scale);
+    e_w[w] = diff / scale;
+    worst = fmax(worst, e_w[w]);
   }
+  if (med) {
+    qsort(e_w, (size_t)nworld, sizeof(double), cmp_double);
+    *med = e_w[nworld / 2];
+  }
+  free(e_w);
   return worst;
+}
+static double block_err(const float* a, const float* b, int n, int nworld) {
+  return block_err_med(a, b, n, nworld, NULL);
 }
 
 // timestep > 0 overrides the model's (grad_chain's light, stiff finger diverges in float32 at its own 4 ms)
@@ -105,6 +123,127 @@ static void check(const char* name, int nworld, double timestep, double tol) {
   sim_free_mjmodel(mj);
 }
 
+// a recorded rollout and its backward on the device: fills qpos (nworld*nq), the input cotangents aq, av
+// (nworld*nv) and the per-step ctrl cotangents au (nstep*nworld*nu)
+static int gpu_rollout(SimCuda* gc, const SimModel* m, SimData* g, const SimData* s0, const float* ctrl,
+                       const float* seed, int nworld, int nsub, int nstep, float* qpos, float* aq, float* av,
+                       float* au) {
+  size_t nq = (size_t)nworld * m->nq, nv = (size_t)nworld * m->nv, nu = (size_t)nworld * m->nu;
+  memcpy(g->buffer, s0->buffer, s0->nbuffer);
+  int rc = simcuda_upload(gc, g);
+  for (int t = 0; t < nstep && !rc; t++) {
+    rc = simcuda_download(gc, g);
+    memcpy(g->ctrl, ctrl + t * nu, sizeof(float) * nu);
+    if (!rc) rc = simcuda_upload(gc, g);
+    if (!rc) rc = simcuda_control_step(gc, nsub, 1);
+  }
+  if (!rc) rc = simcuda_download(gc, g);
+  if (rc) return rc;
+  memcpy(qpos, g->qpos, sizeof(float) * nq);
+  memcpy(g->adj_qpos, seed, sizeof(float) * nv);
+  memcpy(g->adj_qvel, seed + nv, sizeof(float) * nv);
+  rc = simcuda_upload(gc, g);
+  for (int t = nstep - 1; t >= 0 && !rc; t--) {
+    rc = simcuda_control_step_backward(gc, nsub);
+    if (!rc) rc = simcuda_download(gc, g);
+    if (!rc) memcpy(au + t * nu, g->adj_ctrl, sizeof(float) * nu);
+  }
+  memcpy(aq, g->adj_qpos, sizeof(float) * nv);
+  memcpy(av, g->adj_qvel, sizeof(float) * nv);
+  return rc;
+}
+
+// with constraint rows (contacts, limits), from the first keyframe (if any) plus noise: CUDA vs the float32 CPU
+// per world, median world <= med_tol and worst world <= max_tol (a contact onset in a few worlds amplifies
+// the sinf/cosf rounding differences); two CUDA runs bit-identical
+static void check_rows(const char* name, int nworld, double med_tol, double max_tol) {
+  char path[1024], err[1024];
+  int rc_import;
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  void* mj = NULL;
+  if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
+    TEST_CHECK(0, "load %s", name);
+    return;
+  }
+  SimModel* m = NULL;
+  sim_collision_nconmax_override = 128;  // as the benches: the derived capacity (G1: 942) is never reached
+  rc_import = sim_model_import(mj, &m, err, sizeof(err));
+  sim_collision_nconmax_override = 0;
+  if (rc_import) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    sim_free_mjmodel(mj);
+    return;
+  }
+  int nsub = 4, nstep = 4, nq = m->nq, nv = m->nv, nu = m->nu;
+  sim_adjoint_enable(m, nsub * nstep);
+  SimData *c = NULL, *g = NULL, *s0 = NULL;
+  sim_data_create(m, nworld, &c);
+  sim_data_create(m, nworld, &g);
+  sim_data_create(m, nworld, &s0);
+  sim_reset(m, c, -1, m->nkey > 0 ? 0 : -1);
+  for (int w = 0; w < nworld; w++) {
+    for (int i = 0; i < nv; i++) c->qvel[w * nv + i] += (sim_real)(0.2 * (urand() - 0.5));
+    for (int i = 0; i < nq; i++) c->qpos[w * nq + i] += (sim_real)(0.02 * (urand() - 0.5));
+  }
+  memcpy(s0->buffer, c->buffer, c->nbuffer);
+  size_t nQ = (size_t)nworld * nq, nV = (size_t)nworld * nv, nU = (size_t)nworld * nu;
+  float* ctrl = malloc(sizeof(float) * (nU * nstep + 1));
+  float* seed = malloc(sizeof(float) * 2 * nV);
+  float* cu = malloc(sizeof(float) * (nU * nstep + 1));
+  float* out[2];
+  for (size_t k = 0; k < nU * nstep; k++) ctrl[k] = (float)(urand() - 0.5);
+  for (size_t k = 0; k < 2 * nV; k++) seed[k] = (float)(urand() - 0.5);
+  // CPU reference
+  for (int t = 0; t < nstep; t++) {
+    memcpy(c->ctrl, ctrl + t * nU, sizeof(float) * nU);
+    sim_control_step(m, c, nsub, 1);
+  }
+  memcpy(c->adj_qpos, seed, sizeof(float) * nV);
+  memcpy(c->adj_qvel, seed + nV, sizeof(float) * nV);
+  for (int t = nstep - 1; t >= 0; t--) {
+    sim_control_step_backward(m, c, nsub);
+    memcpy(cu + t * nU, c->adj_ctrl, sizeof(float) * nU);
+  }
+  long long rows = 0;
+  for (int w = 0; w < nworld; w++) rows += c->adj_nconstraint[w];
+  SimCuda* gc = NULL;
+  int rc = simcuda_create(m, nworld, &gc);
+  for (int rep = 0; rep < 2; rep++) {
+    out[rep] = malloc(sizeof(float) * (nQ + 2 * nV + nU * nstep + 1));
+    if (!rc)
+      rc = gpu_rollout(gc, m, g, s0, ctrl, seed, nworld, nsub, nstep, out[rep], out[rep] + nQ, out[rep] + nQ + nV,
+                       out[rep] + nQ + 2 * nV);
+  }
+  TEST_CHECK(rc == 0, "CUDA: %s", simcuda_last_error());
+  if (!rc) {
+    double mf, mq, mv, mu = 0, eu = 0;
+    double ef = block_err_med(c->qpos, out[0], nq, nworld, &mf);
+    double eq = block_err_med(c->adj_qpos, out[0] + nQ, nv, nworld, &mq);
+    double ev = block_err_med(c->adj_qvel, out[0] + nQ + nV, nv, nworld, &mv);
+    for (int t = 0; t < nstep; t++) {
+      double med;
+      eu = fmax(eu, block_err_med(cu + t * nU, out[0] + nQ + 2 * nV + t * nU, nu, nworld, &med));
+      mu = fmax(mu, med);
+    }
+    int same = !memcmp(out[0], out[1], sizeof(float) * (nQ + 2 * nV + nU * nstep));
+    printf("%-28s %d worlds, %lld evaluations with rows: CUDA vs CPU float32, median world / worst world: state "
+           "%.1e / %.1e, d/dqpos %.1e / %.1e, d/dqvel %.1e / %.1e, d/dctrl %.1e / %.1e; two CUDA runs %s\n",
+           name, nworld, rows, mf, ef, mq, eq, mv, ev, mu, eu, same ? "bit-identical" : "DIFFERENT");
+    TEST_CHECK(rows > 0, "%s: no constraint rows", name);
+    TEST_CHECK(mq <= med_tol && mv <= med_tol && mu <= med_tol, "%s: median world above %g", name, med_tol);
+    TEST_CHECK(eq <= max_tol && ev <= max_tol && eu <= max_tol, "%s: worst world above %g", name, max_tol);
+    TEST_CHECK(same, "%s: two CUDA runs differ", name);
+  }
+  simcuda_free(gc);
+  free(ctrl), free(seed), free(cu), free(out[0]), free(out[1]);
+  sim_data_free(c);
+  sim_data_free(g);
+  sim_data_free(s0);
+  sim_model_free(m);
+  sim_free_mjmodel(mj);
+}
+
 int main(void) {
   if (simcuda_device_count() == 0) {
     printf("no CUDA device: skipped\n");
@@ -115,5 +254,9 @@ int main(void) {
   check("g1/g1.xml", 256, 0, 1e-4);
   check("assets/test/grad_chain.xml", 256, 5e-4, 1e-2);
   check("assets/test/grad_freebody.xml", 256, 0, 1e-4);
+  check_rows("g1/scene_flat.xml", 4096, 1e-5, 1e-1);
+  check_rows("hopper/hopper.xml", 1024, 1e-5, 1e-1);
+  check_rows("assets/test/walker_planar.xml", 1024, 1e-5, 1e-1);
+  check_rows("assets/test/collision_free.xml", 1024, 1e-5, 1e-1);
   return test_report("sim_grad_cuda");
 }
