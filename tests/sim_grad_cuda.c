@@ -254,9 +254,9 @@ int main(void) {
   check("g1/g1.xml", 256, 0, 1e-4);
   check("assets/test/grad_chain.xml", 256, 5e-4, 1e-2);
   check("assets/test/grad_freebody.xml", 256, 0, 1e-4);
-  check_rows("g1/scene_flat.xml", 4096, 1e-5, 1e-1);
+  check_rows("g1/scene_flat.xml", 1024, 1e-5, 1e-1);  // the float32 CPU reference is single-threaded
   check_rows("hopper/hopper.xml", 1024, 1e-5, 1e-1);
   check_rows("assets/test/walker_planar.xml", 1024, 1e-5, 1e-1);
-  check_rows("assets/test/collision_free.xml", 1024, 1e-5, 1e-1);
+  check_rows("assets/test/collision_free.xml", 256, 1e-5, 1e-1);
   return test_report("sim_grad_cuda");
 }
