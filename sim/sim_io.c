@@ -210,6 +210,20 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
   copy_real(m->geom_solimp, mj->geom_solimp, mjNIMP * ng);
   copy_real(m->geom_margin, mj->geom_margin, ng);
   copy_real(m->geom_gap, mj->geom_gap, ng);
+#ifndef SIM_DOUBLE
+  // float64 copies of the geometry's constants (sim_math_geo.h)
+  memcpy(m->geo_body_pos, mj->body_pos, sizeof(double) * 3 * mj->nbody);
+  memcpy(m->geo_body_quat, mj->body_quat, sizeof(double) * 4 * mj->nbody);
+  memcpy(m->geo_body_ipos, mj->body_ipos, sizeof(double) * 3 * mj->nbody);
+  memcpy(m->geo_body_iquat, mj->body_iquat, sizeof(double) * 4 * mj->nbody);
+  memcpy(m->geo_jnt_pos, mj->jnt_pos, sizeof(double) * 3 * mj->njnt);
+  memcpy(m->geo_jnt_axis, mj->jnt_axis, sizeof(double) * 3 * mj->njnt);
+  memcpy(m->geo_jnt_range, mj->jnt_range, sizeof(double) * 2 * mj->njnt);
+  memcpy(m->geo_qpos0, mj->qpos0, sizeof(double) * mj->nq);
+  memcpy(m->geo_geom_pos, mj->geom_pos, sizeof(double) * 3 * ng);
+  memcpy(m->geo_geom_quat, mj->geom_quat, sizeof(double) * 4 * ng);
+  memcpy(m->geo_geom_size, mj->geom_size, sizeof(double) * 3 * ng);
+#endif
 
   // fixed tendons
   for (int t = 0; t < mj->ntendon; t++) {

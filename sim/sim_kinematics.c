@@ -7,35 +7,37 @@
 // which reproduces MuJoCo's summation order and needs no atomics.
 #include "sim_model.h"
 #include "sim_math.h"
+#include "sim_math_geo.h"
 
 // mjtSameFrame
 enum { SIM_SAMEFRAME_NONE = 0, SIM_SAMEFRAME_BODY, SIM_SAMEFRAME_INERTIA, SIM_SAMEFRAME_BODYROT,
        SIM_SAMEFRAME_INERTIAROT };
 
-// forward kinematics of one body from its parent (mj_kinematics1)
+// forward kinematics of one body from its parent (mj_kinematics1), in sim_geo (sim_math_geo.h): the parent
+// frame and the model offsets are read in double; every frame is stored in double and rounded to sim_real
 SIM_FN void sim_body_kinematics(const SimModel* m, SimWorld* d, int i) {
   const sim_real* qpos = d->qpos;
-  sim_real xpos[3], xquat[4];
+  sim_geo xpos[3], xquat[4], xmat[9];
   int jntadr = m->body_jntadr[i];
   int jntnum = m->body_jntnum[i];
 
   if (jntnum == 1 && m->jnt_type[jntadr] == SIM_JNT_FREE) {
     int qadr = m->jnt_qposadr[jntadr];
-    simu_copy3(xpos, qpos + qadr);
+    for (int k = 0; k < 3; k++) xpos[k] = qpos[qadr + k];
     for (int k = 0; k < 4; k++) xquat[k] = qpos[qadr + 3 + k];
-    simu_normalize4(xquat);
-    simu_copy3(d->xanchor + 3 * jntadr, xpos);
+    simg_normalize4(xquat);
+    simu_copy3(d->xanchor + 3 * jntadr, qpos + qadr);
     simu_copy3(d->xaxis + 3 * jntadr, m->jnt_axis + 3 * jntadr);
   } else {
     int pid = m->body_parentid[i];
-    const sim_real* bodypos = m->body_pos + 3 * i;
-    const sim_real* bodyquat = m->body_quat + 4 * i;
+    const sim_geo* bodypos = SIM_GEO(m, body_pos) + 3 * i;
+    const sim_geo* bodyquat = SIM_GEO(m, body_quat) + 4 * i;
     if (pid) {
-      simu_mulMatVec3(xpos, d->xmat + 9 * pid, bodypos);
-      simu_add3(xpos, xpos, d->xpos + 3 * pid);
-      simu_mulQuat(xquat, d->xquat + 4 * pid, bodyquat);
+      simg_mulMatVec3(xpos, SIM_GEO(d, xmat) + 9 * pid, bodypos);
+      simg_add3(xpos, xpos, SIM_GEO(d, xpos) + 3 * pid);
+      simg_mulQuat(xquat, SIM_GEO(d, xquat) + 4 * pid, bodyquat);
     } else {
-      simu_copy3(xpos, bodypos);
+      simg_copy3(xpos, bodypos);
       for (int k = 0; k < 4; k++) xquat[k] = bodyquat[k];
     }
 
@@ -43,64 +45,73 @@ SIM_FN void sim_body_kinematics(const SimModel* m, SimWorld* d, int i) {
       int jid = jntadr + j;
       int qadr = m->jnt_qposadr[jid];
       int jtype = m->jnt_type[jid];
-      sim_real xanchor[3], xaxis[3];
-      simu_rotVecQuat(xaxis, m->jnt_axis + 3 * jid, xquat);
-      simu_rotVecQuat(xanchor, m->jnt_pos + 3 * jid, xquat);
-      simu_add3(xanchor, xanchor, xpos);
+      const sim_geo* jpos = SIM_GEO(m, jnt_pos) + 3 * jid;
+      const sim_geo* jaxis = SIM_GEO(m, jnt_axis) + 3 * jid;
+      sim_geo xanchor[3], xaxis[3];
+      simg_rotVecQuat(xaxis, jaxis, xquat);
+      simg_rotVecQuat(xanchor, jpos, xquat);
+      simg_add3(xanchor, xanchor, xpos);
 
       if (jtype == SIM_JNT_SLIDE) {
-        simu_addscl3(xpos, xpos, xaxis, qpos[qadr] - m->qpos0[qadr]);
+        simg_addscl3(xpos, xpos, xaxis, (sim_geo)qpos[qadr] - SIM_GEO(m, qpos0)[qadr]);
       } else {  // ball or hinge
-        sim_real qloc[4], vec[3];
+        sim_geo qloc[4], vec[3];
         if (jtype == SIM_JNT_BALL) {
           for (int k = 0; k < 4; k++) qloc[k] = qpos[qadr + k];
-          simu_normalize4(qloc);
+          simg_normalize4(qloc);
         } else {
-          simu_axisAngle2Quat(qloc, m->jnt_axis + 3 * jid, qpos[qadr] - m->qpos0[qadr]);
+          simg_axisAngle2Quat(qloc, jaxis, (sim_geo)qpos[qadr] - SIM_GEO(m, qpos0)[qadr]);
         }
-        simu_mulQuat(xquat, xquat, qloc);
-        simu_rotVecQuat(vec, m->jnt_pos + 3 * jid, xquat);
-        simu_sub3(xpos, xanchor, vec);
+        simg_mulQuat(xquat, xquat, qloc);
+        simg_rotVecQuat(vec, jpos, xquat);
+        simg_sub3(xpos, xanchor, vec);
       }
-      simu_copy3(d->xanchor + 3 * jid, xanchor);
-      simu_copy3(d->xaxis + 3 * jid, xaxis);
+      for (int k = 0; k < 3; k++) {
+        d->xanchor[3 * jid + k] = (sim_real)xanchor[k];
+        d->xaxis[3 * jid + k] = (sim_real)xaxis[k];
+      }
     }
   }
 
-  simu_normalize4(xquat);
-  for (int k = 0; k < 4; k++) d->xquat[4 * i + k] = xquat[k];
-  simu_copy3(d->xpos + 3 * i, xpos);
-  simu_quat2Mat(d->xmat + 9 * i, xquat);
+  simg_normalize4(xquat);
+  simg_quat2Mat(xmat, xquat);
+  simg_store(d->xquat + 4 * i, SIM_GEO(d, xquat) + 4 * i, xquat, 4);
+  simg_store(d->xpos + 3 * i, SIM_GEO(d, xpos) + 3 * i, xpos, 3);
+  simg_store(d->xmat + 9 * i, SIM_GEO(d, xmat) + 9 * i, xmat, 9);
 }
 
-// mj_local2Global with the sameframe shortcuts
-SIM_FN void sim_local2global(const SimWorld* d, sim_real* xpos, sim_real* xmat, const sim_real* pos,
-                             const sim_real* quat, int body, int sameframe) {
+// mj_local2Global with the sameframe shortcuts, from the body's (and its inertial) double frames into the
+// frame (fpos, fmat) stored in double (gpos, gmat) and rounded
+SIM_FN void sim_local2global(const SimWorld* d, sim_real* fpos, sim_real* fmat, sim_geo* gpos, sim_geo* gmat,
+                             const sim_geo* pos, const sim_geo* quat, int body, int sameframe) {
+  sim_geo xpos[3], xmat[9];
   switch (sameframe) {
     case SIM_SAMEFRAME_BODY:
-      simu_copy3(xpos, d->xpos + 3 * body);
+      simg_copy3(xpos, SIM_GEO(d, xpos) + 3 * body);
       break;
     case SIM_SAMEFRAME_INERTIA:
-      simu_copy3(xpos, d->xipos + 3 * body);
+      simg_copy3(xpos, SIM_GEO(d, xipos) + 3 * body);
       break;
     default:
-      simu_mulMatVec3(xpos, d->xmat + 9 * body, pos);
-      simu_add3(xpos, xpos, d->xpos + 3 * body);
+      simg_mulMatVec3(xpos, SIM_GEO(d, xmat) + 9 * body, pos);
+      simg_add3(xpos, xpos, SIM_GEO(d, xpos) + 3 * body);
   }
   switch (sameframe) {
     case SIM_SAMEFRAME_NONE: {
-      sim_real tmp[4];
-      simu_mulQuat(tmp, d->xquat + 4 * body, quat);
-      simu_quat2Mat(xmat, tmp);
+      sim_geo tmp[4];
+      simg_mulQuat(tmp, SIM_GEO(d, xquat) + 4 * body, quat);
+      simg_quat2Mat(xmat, tmp);
       break;
     }
     case SIM_SAMEFRAME_BODY:
     case SIM_SAMEFRAME_BODYROT:
-      simu_copy(xmat, d->xmat + 9 * body, 9);
+      for (int k = 0; k < 9; k++) xmat[k] = SIM_GEO(d, xmat)[9 * body + k];
       break;
     default:
-      simu_copy(xmat, d->ximat + 9 * body, 9);
+      for (int k = 0; k < 9; k++) xmat[k] = SIM_GEO(d, ximat)[9 * body + k];
   }
+  simg_store(fpos, gpos, xpos, 3);
+  simg_store(fmat, gmat, xmat, 9);
 }
 
 // x[parent] += x[child] over the tree, deepest level first, children in decreasing id (MuJoCo's summation
@@ -123,10 +134,12 @@ SIM_FN void sim_gather_children(const SimModel* m, sim_real* x, int width, int m
 // mj_kinematics: body frames, inertial frames, geom frames
 SIM_FN void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) {
-    simu_zero3(d->xpos);
-    d->xquat[0] = 1; d->xquat[1] = 0; d->xquat[2] = 0; d->xquat[3] = 0;
-    simu_zero3(d->xipos);
-    for (int k = 0; k < 9; k++) d->xmat[k] = d->ximat[k] = (k % 4 == 0) ? 1 : 0;
+    const sim_geo zero[3] = {0, 0, 0}, unit[4] = {1, 0, 0, 0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    simg_store(d->xpos, SIM_GEO(d, xpos), zero, 3);
+    simg_store(d->xquat, SIM_GEO(d, xquat), unit, 4);
+    simg_store(d->xipos, SIM_GEO(d, xipos), zero, 3);
+    simg_store(d->xmat, SIM_GEO(d, xmat), eye, 9);
+    simg_store(d->ximat, SIM_GEO(d, ximat), eye, 9);
   }
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
@@ -134,12 +147,13 @@ SIM_FN void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) 
     SIM_SYNC();
   }
   for (int i = 1 + lane; i < m->nbody; i += nlane) {
-    sim_local2global(d, d->xipos + 3 * i, d->ximat + 9 * i, m->body_ipos + 3 * i, m->body_iquat + 4 * i, i,
-                     m->body_sameframe[i]);
+    sim_local2global(d, d->xipos + 3 * i, d->ximat + 9 * i, SIM_GEO(d, xipos) + 3 * i, SIM_GEO(d, ximat) + 9 * i,
+                     SIM_GEO(m, body_ipos) + 3 * i, SIM_GEO(m, body_iquat) + 4 * i, i, m->body_sameframe[i]);
   }
   SIM_SYNC();
   for (int g = lane; g < m->ngeom; g += nlane) {
-    sim_local2global(d, d->geom_xpos + 3 * g, d->geom_xmat + 9 * g, m->geom_pos + 3 * g, m->geom_quat + 4 * g,
+    sim_local2global(d, d->geom_xpos + 3 * g, d->geom_xmat + 9 * g, SIM_GEO(d, geom_xpos) + 3 * g,
+                     SIM_GEO(d, geom_xmat) + 9 * g, SIM_GEO(m, geom_pos) + 3 * g, SIM_GEO(m, geom_quat) + 4 * g,
                      m->geom_bodyid[g], m->geom_sameframe[g]);
   }
   SIM_SYNC();

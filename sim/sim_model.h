@@ -79,6 +79,36 @@ enum {
   SIM_MODEL_SIZES_CONSTRAINT                                               \
   SIM_MODEL_SIZES_ADJOINT
 
+// ---- float32 build: float64 copies of the geometry (sim_math_geo.h; SIM_GEO(m, name) reads m->geo_name) ----
+// Model: the constants of kinematics, the narrow phase and joint-limit distances. Data: the body frames (the
+// kinematic recursion), inertial and geom frames (the narrow phase); the float32 fields of the same names hold
+// these rounded. The float64 build has none of them (SIM_GEO(m, name) is m->name).
+#ifdef SIM_DOUBLE
+#define SIM_MODEL_FIELDS_GEO
+#define SIM_DATA_FIELDS_GEO
+#else
+#define SIM_MODEL_FIELDS_GEO                                                                       \
+  X(double, geo_body_pos, nbody, 3)                                                                \
+  X(double, geo_body_quat, nbody, 4)                                                               \
+  X(double, geo_body_ipos, nbody, 3)                                                               \
+  X(double, geo_body_iquat, nbody, 4)                                                              \
+  X(double, geo_jnt_pos, njnt, 3)                                                                  \
+  X(double, geo_jnt_axis, njnt, 3)                                                                 \
+  X(double, geo_jnt_range, njnt, 2)                                                                \
+  X(double, geo_qpos0, nq, 1)                                                                      \
+  X(double, geo_geom_pos, ngeom, 3)                                                                \
+  X(double, geo_geom_quat, ngeom, 4)                                                               \
+  X(double, geo_geom_size, ngeom, 3)
+#define SIM_DATA_FIELDS_GEO                                                                        \
+  X(double, geo_xpos, nbody, 3)                                                                    \
+  X(double, geo_xquat, nbody, 4)                                                                   \
+  X(double, geo_xmat, nbody, 9)                                                                    \
+  X(double, geo_xipos, nbody, 3)                                                                   \
+  X(double, geo_ximat, nbody, 9)                                                                   \
+  X(double, geo_geom_xpos, ngeom, 3)                                                               \
+  X(double, geo_geom_xmat, ngeom, 9)
+#endif
+
 // ---- model arrays: X(type, name, count, width) ----
 #define SIM_MODEL_FIELDS                                                                           \
   /* bodies */                                                                                     \
@@ -195,7 +225,8 @@ enum {
   X(sim_real, key_qvel, nkey, m->nv)                                                                  \
   X(sim_real, key_ctrl, nkey, m->nu)                                                              \
   SIM_MODEL_FIELDS_COLLISION                                                                       \
-  SIM_MODEL_FIELDS_CONSTRAINT
+  SIM_MODEL_FIELDS_CONSTRAINT                                                                      \
+  SIM_MODEL_FIELDS_GEO
 
 // ---- per-world state and intermediates: X(type, name, count, width), each world-major ----
 #define SIM_DATA_FIELDS                                                                            \
@@ -257,6 +288,7 @@ enum {
   X(int, nan_count, one, 1)           /* resets of this world after a non-finite state */          \
   SIM_DATA_FIELDS_COLLISION                                                                        \
   SIM_DATA_FIELDS_CONSTRAINT                                                                       \
+  SIM_DATA_FIELDS_GEO                                                                              \
   SIM_DATA_FIELDS_ADJOINT
 
 typedef struct SIM_SFX(SimModel) {

@@ -40,6 +40,12 @@ typedef float sim_real;
 #define SIM_EPS_REAL 1.1920929e-07
 #endif
 
+// Geometry precision (sim_math_geo.h): body and geom frames, the narrow phase and joint-limit distances are
+// computed in double in both builds. In float32 that is what keeps resting contacts accurate: a contact's
+// reference acceleration is its stiffness (~2.5e3 / s^2 at the default solref) times its penetration, so the
+// ~1e-8 m rounding of float32 positions and model offsets moves a resting body's (small) qacc by ~1e-4.
+typedef double sim_geo;
+
 // MuJoCo's constants (mjMINVAL, mjPI, mjMINMU, mjMAXVAL)
 #define SIM_MINVAL 1e-15
 #define SIM_PI 3.14159265358979323846
