@@ -5,9 +5,21 @@
 // Writes ncon, ncon_overflow and contact_* (sim_collision.h).
 #include "sim_model.h"
 #include "sim_math.h"
+#include "sim_math_geo.h"
 
+// The narrow phase runs at sim_geo precision (sim_math_geo.h): in the float64 build its functions are simply
+// simc_*; the float32 build adds a double instance (simcg_*, sim_collision_geo.c) and rounds the contacts to
+// float when they leave it (SIMC_GP is the instance's prefix). The float instance stays for the float VJPs and for
+// the branch check of simc_collide_pair.
 #include "sim_collision_primitive.c"
 #include "sim_collision_box.c"
+#ifdef SIM_DOUBLE
+#define SIMC_GP simc_
+typedef SimPreContact SimPreContactG;
+#else
+#include "sim_collision_geo.c"
+#define SIMC_GP simcg_
+#endif
 
 // mju_makeFrame: rows (normal, tangent1, tangent2); tangent hint used when |hint|^2 >= 0.25
 SIM_FN void simc_make_frame(sim_real frame[9]) {
@@ -25,53 +37,102 @@ SIM_FN void simc_make_frame(sim_real frame[9]) {
 }
 
 // mj_filterSphere: 1 = the pair cannot touch (bounding spheres, or plane half-space)
-SIM_FN int simc_filter_sphere(const SimModel* m, const SimWorld* d, int g1, int g2, sim_real margin) {
-  sim_real r1 = m->geom_rbound[g1], r2 = m->geom_rbound[g2];
-  const sim_real* p1 = d->geom_xpos + 3 * g1;
-  const sim_real* p2 = d->geom_xpos + 3 * g2;
+SIM_FN int simc_filter_sphere(const SimModel* m, const SimWorld* d, int g1, int g2, sim_geo margin) {
+  sim_geo r1 = m->geom_rbound[g1], r2 = m->geom_rbound[g2];
+  const sim_geo* p1 = SIM_GEO(d, geom_xpos) + 3 * g1;
+  const sim_geo* p2 = SIM_GEO(d, geom_xpos) + 3 * g2;
   if (r1 > 0 && r2 > 0) {
-    sim_real dif[3] = {p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]};
-    sim_real bound = r1 + r2 + margin;
+    sim_geo dif[3] = {p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]};
+    sim_geo bound = r1 + r2 + margin;
     return dif[0] * dif[0] + dif[1] * dif[1] + dif[2] * dif[2] > bound * bound;
   }
   if (m->geom_type[g1] == SIM_GEOM_PLANE && r2 > 0) {
-    const sim_real* mat = d->geom_xmat + 9 * g1;
-    sim_real n[3] = {mat[2], mat[5], mat[8]}, dif[3];
-    simu_sub3(dif, p2, p1);
-    if (simu_dot3(dif, n) > margin + r2) return 1;
+    const sim_geo* mat = SIM_GEO(d, geom_xmat) + 9 * g1;
+    sim_geo n[3] = {mat[2], mat[5], mat[8]}, dif[3];
+    simg_sub3(dif, p2, p1);
+    if (simg_dot3(dif, n) > margin + r2) return 1;
   }
   if (m->geom_type[g2] == SIM_GEOM_PLANE && r1 > 0) {
-    const sim_real* mat = d->geom_xmat + 9 * g2;
-    sim_real n[3] = {mat[2], mat[5], mat[8]}, dif[3];
-    simu_sub3(dif, p1, p2);
-    if (simu_dot3(dif, n) > margin + r1) return 1;
+    const sim_geo* mat = SIM_GEO(d, geom_xmat) + 9 * g2;
+    sim_geo n[3] = {mat[2], mat[5], mat[8]}, dif[3];
+    simg_sub3(dif, p1, p2);
+    if (simg_dot3(dif, n) > margin + r1) return 1;
   }
   return 0;
 }
 
-// narrow phase of candidate pair p into con[] (at most pair_maxcon[p] contacts); returns the count
-SIM_FN int simc_collide_pair(const SimModel* m, const SimWorld* d, int p, SimPreContact* con) {
-  int g1 = m->pair_geom1[p], g2 = m->pair_geom2[p];
+// one narrow-phase instance (prefix N: simc_ or simcg_) on the frames and sizes of geoms 1 and 2
+#define SIMC_CAT_(a, b) a##b
+#define SIMC_CAT(a, b) SIMC_CAT_(a, b)
+#define SIMC_DISPATCH(N, con, mg, t1, t2, p1, m1, s1, p2, m2, s2)                                             \
+  if (t1 == SIM_GEOM_PLANE) {                                                                                 \
+    if (t2 == SIM_GEOM_SPHERE) return SIMC_CAT(N, plane_sphere)(con, mg, p1, m1, p2, s2[0]);                  \
+    if (t2 == SIM_GEOM_CAPSULE) return SIMC_CAT(N, plane_capsule)(con, mg, p1, m1, p2, m2, s2);               \
+    if (t2 == SIM_GEOM_BOX) return SIMC_CAT(N, plane_box)(con, mg, p1, m1, p2, m2, s2);                       \
+  } else if (t1 == SIM_GEOM_SPHERE) {                                                                         \
+    if (t2 == SIM_GEOM_SPHERE) return SIMC_CAT(N, sphere_sphere)(con, mg, p1, m1, s1[0], p2, m2, s2[0]);      \
+    if (t2 == SIM_GEOM_CAPSULE) return SIMC_CAT(N, sphere_capsule)(con, mg, p1, m1, s1[0], p2, m2, s2);       \
+    if (t2 == SIM_GEOM_BOX) return SIMC_CAT(N, sphere_box)(con, mg, p1, s1[0], p2, m2, s2);                   \
+  } else if (t1 == SIM_GEOM_CAPSULE) {                                                                        \
+    if (t2 == SIM_GEOM_CAPSULE) return SIMC_CAT(N, capsule_capsule)(con, mg, p1, m1, s1, p2, m2, s2);         \
+    if (t2 == SIM_GEOM_BOX) return SIMC_CAT(N, capsule_box)(con, mg, p1, m1, s1, p2, m2, s2);                 \
+  } else if (t1 == SIM_GEOM_BOX && t2 == SIM_GEOM_BOX) {                                                      \
+    return SIMC_CAT(N, box_box)(con, mg, p1, m1, s1, p2, m2, s2);                                             \
+  }                                                                                                           \
+  return 0;
+
+// pair p at sim_geo precision: the double frames and sizes (the float64 build's only evaluation)
+SIM_FN int simc_pair_geo(const SimModel* m, const SimWorld* d, int p, sim_geo margin, SimPreContactG* con) {
+  int g1 = m->pair_geom1[p], g2 = m->pair_geom2[p], t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+  const sim_geo *pos1 = SIM_GEO(d, geom_xpos) + 3 * g1, *mat1 = SIM_GEO(d, geom_xmat) + 9 * g1;
+  const sim_geo *pos2 = SIM_GEO(d, geom_xpos) + 3 * g2, *mat2 = SIM_GEO(d, geom_xmat) + 9 * g2;
+  const sim_geo *size1 = SIM_GEO(m, geom_size) + 3 * g1, *size2 = SIM_GEO(m, geom_size) + 3 * g2;
+  SIMC_DISPATCH(SIMC_GP, con, margin, t1, t2, pos1, mat1, size1, pos2, mat2, size2)
+}
+
+#ifndef SIM_DOUBLE
+// pair p as the float VJPs see it: the float instance on the float frames, sizes and margin
+SIM_FN int simc_pair_real(const SimModel* m, const SimWorld* d, int p, SimPreContact* con) {
+  int g1 = m->pair_geom1[p], g2 = m->pair_geom2[p], t1 = m->geom_type[g1], t2 = m->geom_type[g2];
   sim_real margin = m->pair_margin[p] + m->pair_gap[p];
-  if (simc_filter_sphere(m, d, g1, g2, margin)) return 0;
   const sim_real *pos1 = d->geom_xpos + 3 * g1, *mat1 = d->geom_xmat + 9 * g1, *size1 = m->geom_size + 3 * g1;
   const sim_real *pos2 = d->geom_xpos + 3 * g2, *mat2 = d->geom_xmat + 9 * g2, *size2 = m->geom_size + 3 * g2;
-  int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
-  if (t1 == SIM_GEOM_PLANE) {
-    if (t2 == SIM_GEOM_SPHERE) return simc_plane_sphere(con, margin, pos1, mat1, pos2, size2[0]);
-    if (t2 == SIM_GEOM_CAPSULE) return simc_plane_capsule(con, margin, pos1, mat1, pos2, mat2, size2);
-    if (t2 == SIM_GEOM_BOX) return simc_plane_box(con, margin, pos1, mat1, pos2, mat2, size2);
-  } else if (t1 == SIM_GEOM_SPHERE) {
-    if (t2 == SIM_GEOM_SPHERE) return simc_sphere_sphere(con, margin, pos1, mat1, size1[0], pos2, mat2, size2[0]);
-    if (t2 == SIM_GEOM_CAPSULE) return simc_sphere_capsule(con, margin, pos1, mat1, size1[0], pos2, mat2, size2);
-    if (t2 == SIM_GEOM_BOX) return simc_sphere_box(con, margin, pos1, size1[0], pos2, mat2, size2);
-  } else if (t1 == SIM_GEOM_CAPSULE) {
-    if (t2 == SIM_GEOM_CAPSULE) return simc_capsule_capsule(con, margin, pos1, mat1, size1, pos2, mat2, size2);
-    if (t2 == SIM_GEOM_BOX) return simc_capsule_box(con, margin, pos1, mat1, size1, pos2, mat2, size2);
-  } else if (t1 == SIM_GEOM_BOX && t2 == SIM_GEOM_BOX) {
-    return simc_box_box(con, margin, pos1, mat1, size1, pos2, mat2, size2);
+  SIMC_DISPATCH(simc_, con, margin, t1, t2, pos1, mat1, size1, pos2, mat2, size2)
+}
+#endif
+
+// Narrow phase of candidate pair p into con[] (at most pair_maxcon[p] contacts); returns the count.
+// Float32 build: the contacts' discrete branches (count, order, witness codes) are those of the float narrow
+// phase on the float state, because the float VJPs (sim_adjoint_collision*.c) rebuild each contact from its
+// witness in float arithmetic, or rerun the float narrow phase (capsule-box, box-box) to find it: a branch
+// taken in double near a degeneracy (nearly parallel capsules or box edges, a box resting flat on another)
+// can be one that float arithmetic cannot rebuild (a float determinant that vanishes) or does not find.
+// So the double contacts are kept when the float narrow phase takes the same branches (all but a few per
+// thousand near-degenerate contacts) and the float contacts replace them otherwise.
+SIM_FN int simc_collide_pair(const SimModel* m, const SimWorld* d, int p, SimPreContactG* con) {
+  int g1 = m->pair_geom1[p], g2 = m->pair_geom2[p];
+  sim_geo margin = (sim_geo)m->pair_margin[p] + m->pair_gap[p];
+  if (simc_filter_sphere(m, d, g1, g2, margin)) return 0;
+  int n = simc_pair_geo(m, d, p, margin, con);
+#ifndef SIM_DOUBLE
+  SimPreContact c[8];
+  int nf = simc_pair_real(m, d, p, c);
+  int same = nf == n;
+  for (int k = 0; k < n && same; k++) same = c[k].witness == con[k].witness;
+  if (!same) {
+    for (int k = 0; k < nf; k++) {
+      con[k].dist = c[k].dist;
+      for (int i = 0; i < 3; i++) {
+        con[k].pos[i] = c[k].pos[i];
+        con[k].normal[i] = c[k].normal[i];
+        con[k].tangent[i] = c[k].tangent[i];
+      }
+      con[k].witness = c[k].witness;
+    }
+    n = nf;
   }
-  return 0;
+#endif
+  return n;
 }
 
 SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
@@ -84,16 +145,16 @@ SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
 
   // narrow phase: each pair into its own slot window
   for (int p = lane; p < m->npair; p += nlane) {
-    SimPreContact con[8];
+    SimPreContactG con[8];
     int n = simc_collide_pair(m, d, p, con);
     int adr = m->pair_conadr[p];
     for (int k = 0; k < n; k++) {
       sim_real* s = d->col_slot + 10 * (adr + k);
-      s[0] = con[k].dist;
+      s[0] = (sim_real)con[k].dist;
       for (int i = 0; i < 3; i++) {
-        s[1 + i] = con[k].pos[i];
-        s[4 + i] = con[k].normal[i];
-        s[7 + i] = con[k].tangent[i];
+        s[1 + i] = (sim_real)con[k].pos[i];
+        s[4 + i] = (sim_real)con[k].normal[i];
+        s[7 + i] = (sim_real)con[k].tangent[i];
       }
       d->col_slot_witness[adr + k] = con[k].witness;
     }

@@ -3,17 +3,7 @@
 // SAT + Sutherland-Hodgman box-box). Pure SIM_FN functions of positions, matrices and sizes; witness codes
 // in sim_collision.h. Included from sim_collision.c (after sim_collision_primitive.c).
 
-#ifdef SIM_DOUBLE
-#define SIMC_BOX_SEPEPS 1e-13  // slack on the separation tests, times the box scale
-#define SIMC_BOX_PAREPS 1e-16  // sin^2 below which an edge-cross axis is noise
-#define SIMC_BOX_SGNEPS 1e-9   // axis component below which a support corner is ambiguous
-#define SIMC_BOX_DUPEPS 1e-14  // squared relative radius for clip-vertex deduplication
-#else
-#define SIMC_BOX_SEPEPS 1e-6f
-#define SIMC_BOX_PAREPS 1e-7f
-#define SIMC_BOX_SGNEPS 1e-5f
-#define SIMC_BOX_DUPEPS 1e-10f
-#endif
+#include "sim_collision_box_eps.h"  // tolerances of the instance's arithmetic
 #define SIMC_BOX_EDGEBIAS 1e-6
 #define SIMC_BOX_MAXVERT 12
 
@@ -80,11 +70,13 @@ SIM_FN int simc_sphere_box(SimPreContact* con, sim_real margin, const sim_real* 
 //                 (tmp1 = pos - sp_in halfaxis), with k = sp_axis.
 // Edge-solve kinds (ma, mb, mc, u, v of the forward): x2kind 0 const (+-1), 1 (ma v - mb u)/det,
 // 2 (v - mb)/mc, 3 (v + mb)/mc; x1kind 0 const, 1 (mc u - mb v)/det, 2 (u - mb)/ma, 3 (u + mb)/ma.
+#ifndef SIMC_GEO_INSTANCE  // the double instance records into the same (sim_real) tapes
 typedef struct {
   int cltype, cledge, edge_corner, x1kind, x2kind;
   int sp_kind, sp_axis;
   sim_real sp_c, sp_in, sp_mul;
 } SimcCapBoxTape;
+#endif
 
 // The closest capsule-segment point to the box (box faces, then the 12 edges), plus a second point along
 // the segment chosen by the legacy orientation rules; each point is collided as a sphere with the box.
@@ -332,6 +324,7 @@ SIM_FN int simc_capsule_box(SimPreContact* con, sim_real margin, const sim_real*
 // the cut of edge p -> p1 by the stage's plane; accept[k] is the final-polygon vertex of contact k.
 // Edge: the axis flip, the supporting edge centres c1 (box-1 frame) and cc (box-2 frame) of the chosen sign
 // candidate, and which of the three clips of the closest-point parameters left their argument free.
+#ifndef SIMC_GEO_INSTANCE
 typedef struct {
   int nvert[5];
   signed char src[4][SIMC_BOX_MAXVERT][2];
@@ -341,6 +334,7 @@ typedef struct {
   sim_real flip, c1[3], cc[3];
   int denom_ok, s0free, tfree, sfree;
 } SimcBoxTape;
+#endif
 
 // clips polygon *cur (nin vertices) against sign*v[coord] <= limit (Sutherland-Hodgman, z interpolated);
 // leaves *cur untouched when every vertex is inside, else writes *spare and swaps; returns the count.
@@ -538,8 +532,7 @@ SIM_FN int simc_box_box_rec(SimPreContact* con, sim_real margin, const sim_real*
           simu_copy3(w2, p2);
           best_v = 2 * v1 + v2;
           if (tape) {
-            simu_copy3(tape->c1, c1);
-            simu_copy3(tape->cc, cc);
+            for (int k = 0; k < 3; k++) tape->c1[k] = c1[k], tape->cc[k] = cc[k];
             tape->flip = flip;
             tape->denom_ok = denom >= (sim_real)SIM_MINVAL;
             tape->s0free = s0free, tape->tfree = tfree, tape->sfree = s == s1r;

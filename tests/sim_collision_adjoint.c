@@ -249,6 +249,11 @@ static SimWorld W;
 static void set_pose(int g, const double p[3], const double R[9]) {
   for (int i = 0; i < 3; i++) W.geom_xpos[3 * g + i] = (sim_real)p[i];
   for (int i = 0; i < 9; i++) W.geom_xmat[9 * g + i] = (sim_real)R[i];
+#ifndef SIM_DOUBLE
+  // the forward narrow phase reads the double frames (sim/sim_math_geo.h): the same, stored pose
+  for (int i = 0; i < 3; i++) W.geo_geom_xpos[3 * g + i] = W.geom_xpos[3 * g + i];
+  for (int i = 0; i < 9; i++) W.geo_geom_xmat[9 * g + i] = W.geom_xmat[9 * g + i];
+#endif
 }
 static void get_pose(int g, double p[3], double R[9]) {
   for (int i = 0; i < 3; i++) p[i] = W.geom_xpos[3 * g + i];

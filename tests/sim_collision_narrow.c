@@ -387,8 +387,12 @@ static void check_overflow(void) {
 
 int main(void) {
   static const Case cases[] = {
-      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 400, 0, 0.1, 1},
-      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_MIDPHASE, 0.1, 0},
+      // float32: the generator's axis-aligned boxes and capsules are exact ties of the narrow phase (two equal
+      // face separations) on the correctly rounded float frames; the float32 build keeps the float narrow
+      // phase's branch there (its VJPs rebuild it, sim_collision.c) where MuJoCo's double rounding may pick
+      // the other face: ~9.5% of these states (1000-state runs), vs ~3% with the former float kinematics
+      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 400, 0, 0.2, 1},
+      {"test/collision_free.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_MIDPHASE, 0.2, 0},
       {"test/collision_chain.xml", GEN_SCATTER, NULL, 0, 300, 0, 0.05, 0},
       // parent-child pairs touch exactly at the joints (capsule ends on box faces): float32 only reported
       {"test/collision_chain.xml", GEN_SCATTER, NULL, 0, 100, mjDSBL_FILTERPARENT, 1.0, 0},
