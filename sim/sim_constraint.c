@@ -3,6 +3,7 @@
 // Writes efc_*, qfrc_constraint, qacc and solver_niter.
 #include "sim_model.h"
 #include "sim_math.h"
+#include "sim_math_geo.h"
 
 #include "sim_constraint_rows.c"
 #include "sim_solver.c"

@@ -66,8 +66,12 @@ SIM_FN void sim_rows_enumerate(const SimModel* m, SimWorld* d) {
       if (tp == SIM_JNT_SLIDE || tp == SIM_JNT_HINGE) {
         sim_real value = d->qpos[m->jnt_qposadr[j]];
         for (int side = -1; side <= 1; side += 2) {
+          // the row's distance from the double range (sim_math_geo.h): a float32 range is off by up to
+          // 2^-24 |range| (4e-8 rad at 90 deg), which a resting limit's stiffness turns into ~1e-4 rad/s^2;
+          // whether the row exists stays the float test (sim_limit_sign repeats it)
           sim_real dist = (sim_real)side * (m->jnt_range[2 * j + (side + 1) / 2] - value);
-          if (dist < margin) sim_row_add(m, d, 1, SIM_CNSTR_LIMIT_JOINT, j, dist, margin, 0);
+          sim_real gdist = (sim_real)((sim_geo)side * (SIM_GEO(m, jnt_range)[2 * j + (side + 1) / 2] - value));
+          if (dist < margin) sim_row_add(m, d, 1, SIM_CNSTR_LIMIT_JOINT, j, gdist, margin, 0);
         }
       } else if (tp == SIM_JNT_BALL) {
         sim_real axis[3];
