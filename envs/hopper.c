@@ -12,11 +12,19 @@
 //   velocities softly bounded to +-V (V = HOPPER_VEL_SCALE = 10): Gym clips qvel to +-10; tanh keeps the bound
 //   and a non-zero gradient (slope 1 - tanh^2, ~1 for |qvel| << 10). rootx is not observed (translation).
 // Action (4): ctrl = clip(a, -1, 1) (the motors' ctrlrange; a NaN action gives ctrl 0).
-// Reward, after the step, at the post-step state (Gym Hopper-v4's terms and weights):
-//   r = qvel[rootx] + HOPPER_ALIVE - HOPPER_CTRL_COST * |ctrl|^2,   HOPPER_ALIVE = 1, HOPPER_CTRL_COST = 1e-3
-//   qvel[rootx] is the torso body's forward velocity (m/s) at the end of the control step (Gym uses the
-//   step's mean, (x' - x) / dt, which a post-step reward cannot see). The alive bonus is paid on every step,
-//   the terminating one included (Gym with terminate_when_unhealthy). Smooth in (qvel, ctrl).
+// Reward, after the step, at the post-step state: Gym Hopper-v4's forward velocity and control cost, and an
+// alive bonus that is a smooth function of the healthy state (NVlabs/DiffRL's hopper shaping) instead of
+// Gym's constant 1, so that a gradient-based learner sees the termination boundary coming:
+//   r = qvel[rootx] + alive(h, rooty) - HOPPER_CTRL_COST * |ctrl|^2,   HOPPER_CTRL_COST = 1e-3
+//   alive = height + upright:
+//     height:  e = clip(h - (HOPPER_MIN_Z + HOPPER_HEIGHT_TOL), -1, HOPPER_HEIGHT_MAX), then e if e >= 0 else
+//              -HOPPER_HEIGHT_PENALTY e^2   (tol 0.15, max 0.3, penalty 200: +0.19 standing at h ~ 0.94, 0 at
+//              h = 0.75, -4.5 at the termination height 0.6)
+//     upright: 1 - (rooty / HOPPER_MAX_ANGLE)^2   (1 upright, 0 at the termination angle)
+//   so standing still earns ~1.2 per step and hopping forward at v earns ~1.2 + v. qvel[rootx] is the torso
+//   body's forward velocity (m/s) at the end of the control step (Gym uses the step's mean, (x' - x) / dt,
+//   which a post-step reward cannot see). Paid on every step, the terminating one included. Smooth in
+//   (qpos, qvel, ctrl) except at the clip's ends.
 // Termination (Gym's healthy checks, the height threshold scaled to this model): the episode ends when
 //   h <= HOPPER_MIN_Z = 0.6, or |rooty| >= HOPPER_MAX_ANGLE = 0.2 rad, or any |qpos[2:]| or |qvel| >= 100
 //   (HOPPER_MAX_STATE). Gym's 0.7 for its 1.25 m torso puts the hip at ~50% of its standing height; 0.6 does
@@ -35,7 +43,9 @@
 
 #define HOPPER_Z0 1.0            // the torso body's height at rootz = 0 (hopper.xml: body torso pos="0 0 1")
 #define HOPPER_VEL_SCALE 10.0    // observed velocities: V tanh(qvel / V)
-#define HOPPER_ALIVE 1.0         // alive bonus per control step
+#define HOPPER_HEIGHT_TOL 0.15   // alive: the height term is 0 this far above the termination height
+#define HOPPER_HEIGHT_MAX 0.3    // alive: height term's cap
+#define HOPPER_HEIGHT_PENALTY 200.0  // alive: quadratic penalty below HOPPER_MIN_Z + HOPPER_HEIGHT_TOL
 #define HOPPER_CTRL_COST 1e-3    // control cost weight on |ctrl|^2
 #define HOPPER_MIN_Z 0.6         // healthy: torso height h > 0.6 m
 #define HOPPER_MAX_ANGLE 0.2     // healthy: |torso pitch| < 0.2 rad
@@ -77,10 +87,23 @@ SIM_FN void hopper_act(const SimModel* m, SimWorld* d, const sim_real* act, int 
   SIM_SYNC();
 }
 
+// alive bonus (header) and its derivatives with respect to rootz and rooty
+SIM_FN sim_real hopper_alive(const SimWorld* d, sim_real* d_rootz, sim_real* d_rooty) {
+  sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - (sim_real)(HOPPER_MIN_Z + HOPPER_HEIGHT_TOL), de = 1;
+  if (e < -1) e = -1, de = 0;
+  if (e > (sim_real)HOPPER_HEIGHT_MAX) e = (sim_real)HOPPER_HEIGHT_MAX, de = 0;
+  sim_real height = e, dheight = de;
+  if (e < 0) height = -(sim_real)HOPPER_HEIGHT_PENALTY * e * e, dheight = -2 * (sim_real)HOPPER_HEIGHT_PENALTY * e * de;
+  sim_real a = d->qpos[2] / (sim_real)HOPPER_MAX_ANGLE;
+  if (d_rootz) *d_rootz = dheight;
+  if (d_rooty) *d_rooty = -2 * a / (sim_real)HOPPER_MAX_ANGLE;
+  return height + 1 - a * a;
+}
+
 SIM_FN sim_real hopper_reward(const SimModel* m, const SimWorld* d, const sim_real* act) {
   sim_real u2 = 0;
   for (int i = 0; i < m->nu; i++) u2 += d->ctrl[i] * d->ctrl[i];
-  return d->qvel[0] + (sim_real)HOPPER_ALIVE - (sim_real)HOPPER_CTRL_COST * u2;
+  return d->qvel[0] + hopper_alive(d, 0, 0) - (sim_real)HOPPER_CTRL_COST * u2;
 }
 
 SIM_FN int hopper_terminated(const SimModel* m, const SimWorld* d) {
@@ -113,7 +136,11 @@ SIM_FN void hopper_observe_vjp(const SimModel* m, const SimWorld* d, const sim_r
 
 SIM_FN void hopper_reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, sim_real dr,
                               sim_real* dqpos, sim_real* dqvel, sim_real* dctrl) {
+  sim_real gz, gy;
+  hopper_alive(d, &gz, &gy);
   dqvel[0] += dr;
+  dqpos[1] += dr * gz;
+  dqpos[2] += dr * gy;
   for (int i = 0; i < m->nu; i++) dctrl[i] += dr * (-2 * (sim_real)HOPPER_CTRL_COST) * d->ctrl[i];
 }
 
