@@ -16,69 +16,22 @@ SIM_FN sim_real simu_dot(const sim_real* a, const sim_real* b, int n) {
   return s;
 }
 
-SIM_FN void simu_copy3(sim_real r[3], const sim_real a[3]) { r[0] = a[0]; r[1] = a[1]; r[2] = a[2]; }
-SIM_FN void simu_zero3(sim_real r[3]) { r[0] = r[1] = r[2] = 0; }
-SIM_FN sim_real simu_dot3(const sim_real a[3], const sim_real b[3]) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-SIM_FN void simu_add3(sim_real r[3], const sim_real a[3], const sim_real b[3]) {
-  r[0] = a[0] + b[0]; r[1] = a[1] + b[1]; r[2] = a[2] + b[2];
-}
-SIM_FN void simu_sub3(sim_real r[3], const sim_real a[3], const sim_real b[3]) {
-  r[0] = a[0] - b[0]; r[1] = a[1] - b[1]; r[2] = a[2] - b[2];
-}
-SIM_FN void simu_scl3(sim_real r[3], const sim_real a[3], sim_real s) {
-  r[0] = a[0] * s; r[1] = a[1] * s; r[2] = a[2] * s;
-}
-SIM_FN void simu_addscl3(sim_real r[3], const sim_real a[3], const sim_real b[3], sim_real s) {
-  r[0] = a[0] + b[0] * s; r[1] = a[1] + b[1] * s; r[2] = a[2] + b[2] * s;
-}
-SIM_FN void simu_cross(sim_real r[3], const sim_real a[3], const sim_real b[3]) {
-  sim_real t0 = a[1] * b[2] - a[2] * b[1];
-  sim_real t1 = a[2] * b[0] - a[0] * b[2];
-  sim_real t2 = a[0] * b[1] - a[1] * b[0];
-  r[0] = t0; r[1] = t1; r[2] = t2;
-}
+#define SIMV_T sim_real
+#define SIMV(name) simu_##name
+#define SIMV_SQRT sim_sqrt
+#define SIMV_SIN sim_sin
+#define SIMV_COS sim_cos
+#define SIMV_FABS sim_fabs
+#include "sim_math_vec.inc"
+#undef SIMV_T
+#undef SIMV
+#undef SIMV_SQRT
+#undef SIMV_SIN
+#undef SIMV_COS
+#undef SIMV_FABS
+
 SIM_FN sim_real simu_norm3(const sim_real a[3]) { return sim_sqrt(simu_dot3(a, a)); }
 
-// normalize in place; returns the norm. Zero vectors become (1,0,0) as in mju_normalize3.
-SIM_FN sim_real simu_normalize3(sim_real v[3]) {
-  sim_real norm = sim_sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-  if (norm < SIM_MINVAL) {
-    v[0] = 1; v[1] = 0; v[2] = 0;
-  } else {
-    sim_real inv = 1 / norm;
-    v[0] *= inv; v[1] *= inv; v[2] *= inv;
-  }
-  return norm;
-}
-
-// mju_normalize4: (1,0,0,0) below MINVAL; untouched if already unit within MINVAL.
-SIM_FN sim_real simu_normalize4(sim_real q[4]) {
-  sim_real norm = sim_sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-  if (norm < SIM_MINVAL) {
-    q[0] = 1; q[1] = 0; q[2] = 0; q[3] = 0;
-  } else if (sim_fabs(norm - 1) > SIM_MINVAL) {
-    sim_real inv = 1 / norm;
-    q[0] *= inv; q[1] *= inv; q[2] *= inv; q[3] *= inv;
-  }
-  return norm;
-}
-
-// r = M a, M 3x3 row-major
-SIM_FN void simu_mulMatVec3(sim_real r[3], const sim_real M[9], const sim_real a[3]) {
-  sim_real t0 = M[0] * a[0] + M[1] * a[1] + M[2] * a[2];
-  sim_real t1 = M[3] * a[0] + M[4] * a[1] + M[5] * a[2];
-  sim_real t2 = M[6] * a[0] + M[7] * a[1] + M[8] * a[2];
-  r[0] = t0; r[1] = t1; r[2] = t2;
-}
-// r = M' a
-SIM_FN void simu_mulMatTVec3(sim_real r[3], const sim_real M[9], const sim_real a[3]) {
-  sim_real t0 = M[0] * a[0] + M[3] * a[1] + M[6] * a[2];
-  sim_real t1 = M[1] * a[0] + M[4] * a[1] + M[7] * a[2];
-  sim_real t2 = M[2] * a[0] + M[5] * a[1] + M[8] * a[2];
-  r[0] = t0; r[1] = t1; r[2] = t2;
-}
 // R = A B (3x3)
 SIM_FN void simu_mulMatMat3(sim_real R[9], const sim_real A[9], const sim_real B[9]) {
   sim_real t[9];
@@ -87,54 +40,7 @@ SIM_FN void simu_mulMatMat3(sim_real R[9], const sim_real A[9], const sim_real B
   for (int i = 0; i < 9; i++) R[i] = t[i];
 }
 
-SIM_FN void simu_mulQuat(sim_real r[4], const sim_real a[4], const sim_real b[4]) {
-  sim_real t0 = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
-  sim_real t1 = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
-  sim_real t2 = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
-  sim_real t3 = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
-  r[0] = t0; r[1] = t1; r[2] = t2; r[3] = t3;
-}
 SIM_FN void simu_negQuat(sim_real r[4], const sim_real q[4]) { r[0] = q[0]; r[1] = -q[1]; r[2] = -q[2]; r[3] = -q[3]; }
-
-SIM_FN void simu_axisAngle2Quat(sim_real r[4], const sim_real axis[3], sim_real angle) {
-  if (angle == 0) {
-    r[0] = 1; r[1] = 0; r[2] = 0; r[3] = 0;
-  } else {
-    sim_real s = sim_sin(angle * (sim_real)0.5);
-    r[0] = sim_cos(angle * (sim_real)0.5);
-    r[1] = axis[0] * s; r[2] = axis[1] * s; r[3] = axis[2] * s;
-  }
-}
-
-SIM_FN void simu_quat2Mat(sim_real r[9], const sim_real q[4]) {
-  if (q[0] == 1 && q[1] == 0 && q[2] == 0 && q[3] == 0) {
-    r[0] = 1; r[1] = 0; r[2] = 0; r[3] = 0; r[4] = 1; r[5] = 0; r[6] = 0; r[7] = 0; r[8] = 1;
-    return;
-  }
-  sim_real q00 = q[0] * q[0], q01 = q[0] * q[1], q02 = q[0] * q[2], q03 = q[0] * q[3];
-  sim_real q11 = q[1] * q[1], q12 = q[1] * q[2], q13 = q[1] * q[3];
-  sim_real q22 = q[2] * q[2], q23 = q[2] * q[3], q33 = q[3] * q[3];
-  r[0] = q00 + q11 - q22 - q33;
-  r[4] = q00 - q11 + q22 - q33;
-  r[8] = q00 - q11 - q22 + q33;
-  r[1] = 2 * (q12 - q03);
-  r[2] = 2 * (q13 + q02);
-  r[3] = 2 * (q12 + q03);
-  r[5] = 2 * (q23 - q01);
-  r[6] = 2 * (q13 - q02);
-  r[7] = 2 * (q23 + q01);
-}
-
-// rotate a vector by a quaternion (mju_rotVecQuat: identity shortcut, else via the matrix)
-SIM_FN void simu_rotVecQuat(sim_real r[3], const sim_real v[3], const sim_real q[4]) {
-  if (q[0] == 1 && q[1] == 0 && q[2] == 0 && q[3] == 0) {
-    simu_copy3(r, v);
-  } else {
-    sim_real mat[9];
-    simu_quat2Mat(mat, q);
-    simu_mulMatVec3(r, mat, v);
-  }
-}
 
 // mju_quat2Vel(res, quat, dt)
 SIM_FN void simu_quat2Vel(sim_real r[3], const sim_real q[4], sim_real dt) {
