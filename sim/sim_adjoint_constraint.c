@@ -34,36 +34,6 @@ SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
   return last == i;
 }
 
-// sum over a contact's dof chains of x_i jd_i, jd_i the (frame-free) Jacobian difference column of dof i
-// (as sim_contact_row walks it) for three dof vectors x at once
-SIM_FN void sim_adj_jacdif3(const SimModel* m, const SimWorld* d, int c, const sim_real* x0, const sim_real* x1,
-                            const sim_real* x2, sim_real out[9]) {
-  const sim_real* pos = d->contact_pos + 3 * c;
-  int b1 = m->geom_bodyid[d->contact_geom[2 * c]], b2 = m->geom_bodyid[d->contact_geom[2 * c + 1]];
-  sim_real off1[3], off2[3];
-  simu_sub3(off1, pos, d->subtree_com + 3 * m->body_rootid[b1]);
-  simu_sub3(off2, pos, d->subtree_com + 3 * m->body_rootid[b2]);
-  for (int k = 0; k < 9; k++) out[k] = 0;
-  int i1 = sim_body_lastdof(m, b1), i2 = sim_body_lastdof(m, b2);
-  while (i1 >= 0 || i2 >= 0) {
-    sim_real jd[3] = {0, 0, 0}, p[3];
-    int i = i1 > i2 ? i1 : i2;
-    if (i == i1) {
-      sim_jacp_col(d, i, off1, p);
-      simu_sub3(jd, jd, p);
-      i1 = m->dof_parentid[i1];
-    }
-    if (i == i2) {
-      sim_jacp_col(d, i, off2, p);
-      simu_add3(jd, jd, p);
-      i2 = m->dof_parentid[i2];
-    }
-    simc_adj_acc3(out, jd, x0[i]);
-    simc_adj_acc3(out + 3, jd, x1[i]);
-    simc_adj_acc3(out + 6, jd, x2[i]);
-  }
-}
-
 // per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
@@ -137,51 +107,68 @@ SIM_FN void sim_adj_contact_rows(const SimModel* m, SimWorld* d, int* conrow, in
 }
 
 // one contact's geometry pass: J-bar of its rows -> frame-bar, pos-bar, dist-bar -> geometry VJP; the root
-// com cotangents and the chain sums A, B, G that the per-dof gather needs, into its adj_con slot
+// com cotangents and the chain sums A, B, G that the per-dof gather needs, into its adj_con slot. Row r of the
+// contact is w_r . jd_i over the dofs i of the two chains (w_r = normal + s_r tangent_k, jd_i the frame-free
+// Jacobian difference column, as sim_contact_row walks it) and J-bar_r[i] = alpha_r lambda_i + beta_r a_i +
+// gamma_r v_i.
 SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int r0, const sim_real* lambda) {
   sim_real* out = d->adj_con + (size_t)SIM_ADJ_CON * c;
   int dim = d->contact_dim[c], nrow = dim == 1 ? 1 : 2 * (dim - 1);
   const sim_real* frame = d->contact_frame + 9 * c;
   const sim_real* fr = d->contact_friction + 5 * c;
-  sim_real S[9], framebar[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, distbar = 0;
-  sim_adj_jacdif3(m, d, c, lambda, d->qacc, d->qvel, S);  // Lambda, Aa, V: sum_i x_i jd_i
+  const sim_real* pos = d->contact_pos + 3 * c;
+  sim_real w[4][3];  // w of each row (nrow <= 4: condim 1 or 3)
   sim_real* ABG = out + SIM_ADJ_CON_ABG;
   for (int k = 0; k < 9; k++) ABG[k] = 0;
   for (int q = 0; q < nrow; q++) {
     const sim_real* co = d->adj_efc + 4 * (r0 + q);
-    int k = dim == 1 ? 0 : q / 2 + 1;                      // tangent of the pyramid edge
-    sim_real s = dim == 1 ? 0 : ((q & 1) ? -fr[k - 1] : fr[k - 1]);
-    sim_real w[3], wbar[3] = {0, 0, 0};                     // row = w . jd, w = normal + s tangent_k
-    simu_copy3(w, frame);
-    if (dim > 1) simc_adj_acc3(w, frame + 3 * k, s);
-    for (int e = 0; e < 3; e++) {
-      simc_adj_acc3(wbar, S + 3 * e, co[e]);
-      simc_adj_acc3(ABG + 3 * e, w, co[e]);
-    }
-    simu_add3(framebar, framebar, wbar);
-    if (dim > 1) simc_adj_acc3(framebar + 3 * k, wbar, s);
-    distbar += co[3];
+    int k = dim == 1 ? 0 : q / 2 + 1;  // tangent of the pyramid edge
+    simu_copy3(w[q], frame);
+    if (dim > 1) simc_adj_acc3(w[q], frame + 3 * k, (q & 1) ? -fr[k - 1] : fr[k - 1]);
+    for (int e = 0; e < 3; e++) simc_adj_acc3(ABG + 3 * e, w[q], co[e]);
   }
-  // offsets off = pos - subtree_com[root]: off-bar = sum over the chain of +-X_i x cdof_ang_i,
-  // X_i = lambda_i A + a_i B + v_i G (sum over rows of J-bar_r[i] w_r)
+  // one walk over the chains: S = sum_i x_i jd_i for x = lambda, a, v (for w-bar), and the offsets' cotangents
+  // (off = pos - subtree_com[root]): off-bar = sum over the chain of +-X_i x cdof_ang_i, X_i = sum over rows of
+  // J-bar_r[i] w_r = lambda_i A + a_i B + v_i G
   int b1 = m->geom_bodyid[d->contact_geom[2 * c]], b2 = m->geom_bodyid[d->contact_geom[2 * c + 1]];
-  sim_real off1bar[3] = {0, 0, 0}, off2bar[3] = {0, 0, 0}, posbar[3];
+  sim_real off1[3], off2[3], off1bar[3] = {0, 0, 0}, off2bar[3] = {0, 0, 0}, posbar[3];
+  sim_real S[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  simu_sub3(off1, pos, d->subtree_com + 3 * m->body_rootid[b1]);
+  simu_sub3(off2, pos, d->subtree_com + 3 * m->body_rootid[b2]);
   int i1 = sim_body_lastdof(m, b1), i2 = sim_body_lastdof(m, b2);
   while (i1 >= 0 || i2 >= 0) {
     int i = i1 > i2 ? i1 : i2;
-    sim_real X[3] = {0, 0, 0}, t[3];
+    sim_real jd[3] = {0, 0, 0}, p[3], X[3] = {0, 0, 0}, t[3];
     simc_adj_acc3(X, ABG, lambda[i]);
     simc_adj_acc3(X, ABG + 3, d->qacc[i]);
     simc_adj_acc3(X, ABG + 6, d->qvel[i]);
     simu_cross(t, X, d->cdof + 6 * i);
     if (i == i1) {
+      sim_jacp_col(d, i, off1, p);
+      simu_sub3(jd, jd, p);
       simu_sub3(off1bar, off1bar, t);
       i1 = m->dof_parentid[i1];
     }
     if (i == i2) {
+      sim_jacp_col(d, i, off2, p);
+      simu_add3(jd, jd, p);
       simu_add3(off2bar, off2bar, t);
       i2 = m->dof_parentid[i2];
     }
+    simc_adj_acc3(S, jd, lambda[i]);
+    simc_adj_acc3(S + 3, jd, d->qacc[i]);
+    simc_adj_acc3(S + 6, jd, d->qvel[i]);
+  }
+  // w-bar_r = alpha_r Lambda + beta_r Aa + gamma_r V -> normal-bar, tangent-bar; pyramid rows share dist
+  sim_real framebar[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, distbar = 0;
+  for (int q = 0; q < nrow; q++) {
+    const sim_real* co = d->adj_efc + 4 * (r0 + q);
+    int k = dim == 1 ? 0 : q / 2 + 1;
+    sim_real wbar[3] = {0, 0, 0};
+    for (int e = 0; e < 3; e++) simc_adj_acc3(wbar, S + 3 * e, co[e]);
+    simu_add3(framebar, framebar, wbar);
+    if (dim > 1) simc_adj_acc3(framebar + 3 * k, wbar, (q & 1) ? -fr[k - 1] : fr[k - 1]);
+    distbar += co[3];
   }
   simu_add3(posbar, off1bar, off2bar);
   simu_scl3(out + SIM_ADJ_CON_COM1, off1bar, -1);
