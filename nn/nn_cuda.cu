@@ -680,7 +680,9 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
     }
   }
   int r = NN_OK;
-  if (cudaMemset(M->block, 0, off[2]) != cudaSuccess) r = NN_ECUDA;  // params and grads (padding stays 0)
+  // params and grads (padding stays 0), on the model's stream: a non-blocking stream is not ordered after the
+  // legacy stream, so a plain cudaMemset could land after the first upload on M->stream and zero it
+  if (cudaMemsetAsync(M->block, 0, off[2], M->stream) != cudaSuccess) r = NN_ECUDA;
   if (!r && cublasLtCreate(&M->lt) != CUBLAS_STATUS_SUCCESS) r = NN_ECUBLAS;
   if (!r && cudaStreamCreateWithFlags(&M->s2, cudaStreamNonBlocking) != cudaSuccess) r = NN_ECUDA;
   for (int l = 0; l < M->n_layers && !r; l++)

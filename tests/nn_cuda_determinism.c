@@ -42,8 +42,9 @@ static int run(const NnConfig* cfg, int B, int tf32, int graph, Result* out) {
   float *x_d, *t_d, *y_d, *dy_d, *dx_d;
   cudaMalloc((void**)&x_d, 4 * nx), cudaMalloc((void**)&dx_d, 4 * nx);
   cudaMalloc((void**)&t_d, 4 * ny), cudaMalloc((void**)&y_d, 4 * ny), cudaMalloc((void**)&dy_d, 4 * ny);
-  cudaMemcpy(x_d, x, 4 * nx, cudaMemcpyHostToDevice);
-  cudaMemcpy(t_d, t, 4 * ny, cudaMemcpyHostToDevice);
+  // on s: a pageable cudaMemcpy may return before its DMA lands, and s (non-blocking) is not ordered after it
+  cudaMemcpyAsync(x_d, x, 4 * nx, cudaMemcpyHostToDevice, s);
+  cudaMemcpyAsync(t_d, t, 4 * ny, cudaMemcpyHostToDevice, s);
   int err = 0;
   cudaGraph_t g = NULL;
   cudaGraphExec_t ge = NULL;
