@@ -14,10 +14,17 @@
 // backward recomputes each substep from its tape entry, so it sees the same decisions as the forward did
 // (sim_adjoint_constraint.c). The gradient is that of the converged solution: with the model's own
 // tolerance it is exact to the solver's residual. d->adj_nconstraint counts evaluations that had rows.
-// Parameter cotangents (adj_body_mass, adj_body_ipos, adj_geom_friction): zeroed by sim_tape_clear,
-// accumulated by the backward. body_mass and body_ipos are exact through kinematics, subtree_com and cinert
-// (tested vs MuJoCo FD) but miss the implicitfast free-body block's dependence and the constraint rows'
-// dependence through invweight0 (a model constant here); geom_friction is not produced (stays zero).
+// Parameter cotangents (adj_body_mass (nbody), adj_body_ipos (nbody, 3), adj_geom_friction (ngeom, 3)), per
+// world: dL/d(the world's value) when per-world overrides are on (sim_params_enable, sim.h), else dL/d(the
+// model's value) in each world. Zeroed by sim_tape_clear, accumulated over every backward pass after it (a
+// rollout's backward sums its steps). Exact for the forward's semantics (sim.h): masses through subtree masses,
+// subtree_com, cinert, M, the bias forces and the implicitfast free-body block; COM offsets through the inertial
+// frames (the geoms stay put); friction through each pyramid edge's Jacobian and the pyramid rule's R, summed
+// into the geom that supplied it (the higher priority, else the larger: a tie goes to the contact's first geom,
+// the one MuJoCo's mju_max returns). Not through body_invweight0 / dof_invweight0 (model constants, as in
+// MuJoCo without mj_setConst). Only the sliding component (0) of geom friction is nonzero (condim 1 or 3).
+// With overrides off, the COM cotangent of a body MuJoCo compiled as simple (mass-matrix block stored diagonal)
+// lacks the coupling a COM offset adds to that block: enable overrides to differentiate those offsets.
 #ifndef ADJ_SIM_ADJOINT_H
 #define ADJ_SIM_ADJOINT_H
 

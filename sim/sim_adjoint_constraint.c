@@ -17,7 +17,12 @@
 // tendon through its length; ball: the cone angle), and a ball limit's J = -axis(q) is differentiated too;
 // friction-loss rows have constant J and pos; contact rows go J -> (frame, pos, cdof, subtree_com of the
 // roots) and dist -> the contact geometry VJP (sim_adjoint_collision.c) -> geom_xpos / geom_xmat.
-// Not differentiated: the cotangent of the contact friction coefficients (geom_friction stays zero).
+// Contact friction mu (condim 3: the sliding friction, both tangents): it enters a pyramid edge's Jacobian,
+// J = n.jd +- mu t_k.jd (mu-bar += +-t_k . w-bar of the row), and the pyramid rule's R, the same for all four
+// rows: R = 2 mu^2 R0 / impratio with R0 = (1 - imp) tran (1 + mu^2) / imp (R-bar = -D-bar D^2 per row). Its
+// cotangent goes to the geom that supplied it (simc_friction_src: the higher priority, else the larger, a tie
+// to geom1 as MuJoCo's mju_max), in contact order per geom; explicit <pair>s, condim 1 and frictions clamped
+// to mjMINMU give none. body_invweight0 (tran) is a model constant (sim.h), so masses do not enter here.
 #include "sim_model.h"
 #include "sim_math.h"
 
@@ -27,6 +32,7 @@
 #define SIM_ADJ_CON_COM1 24  // (3) cotangent of subtree_com[root(b1)]
 #define SIM_ADJ_CON_COM2 27  // (3) cotangent of subtree_com[root(b2)]
 #define SIM_ADJ_CON_ABG 30   // (9) A, B, G: sum over the contact's rows of alpha w, beta w, gamma w
+#define SIM_ADJ_CON_FRIC 39  // (1) cotangent of the contact's sliding friction (condim 3; 0 for condim 1)
 
 // dof i lies on the dof chain ending at dof `last` (dofs descend in index towards the root)
 SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
@@ -38,10 +44,10 @@ SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   for (int r = lane; r < nefc; r += nlane) {
-    sim_real* co = d->adj_efc + 4 * r;
+    sim_real* co = d->adj_efc + SIM_ADJ_EFC * r;
     const sim_real* J = d->efc_J + (size_t)r * nv;
     int st = d->efc_state[r];
-    co[0] = co[1] = co[2] = co[3] = 0;
+    co[0] = co[1] = co[2] = co[3] = co[4] = 0;
     if (st == SIM_CSTATE_SATISFIED) continue;
     co[0] = d->efc_force[r];  // J-bar = f lambda' for every active row
     if (st != SIM_CSTATE_QUADRATIC) continue;
@@ -55,6 +61,7 @@ SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda,
     sim_real posbar = -kbip[0] * (imp + pm * impP) * arefbar;
     if (impP != 0 && d->efc_R[r] > (sim_real)SIM_MINVAL) posbar += Dbar * D * (1 / imp + 1 / (1 - imp)) * impP;
     co[3] = posbar;
+    co[4] = -Dbar * D * D;  // R-bar (D = 1/R): the contact friction's pyramid rule reads it
   }
   SIM_SYNC();
 }
@@ -66,7 +73,7 @@ SIM_FN void sim_adj_limit_rows(const SimModel* m, SimWorld* d, const sim_real* l
     int nv = m->nv, nefc = d->nefc[0];
     for (int r = 0; r < nefc; r++) {
       int type = d->efc_type[r], id = d->efc_id[r];
-      const sim_real* co = d->adj_efc + 4 * r;
+      const sim_real* co = d->adj_efc + SIM_ADJ_EFC * r;
       if (type == SIM_CNSTR_LIMIT_TENDON) {
         d->adj_ten_length[id] += co[3] * sim_limit_sign(m, d, r);
       } else if (type == SIM_CNSTR_LIMIT_JOINT) {
@@ -121,7 +128,7 @@ SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int 
   sim_real* ABG = out + SIM_ADJ_CON_ABG;
   for (int k = 0; k < 9; k++) ABG[k] = 0;
   for (int q = 0; q < nrow; q++) {
-    const sim_real* co = d->adj_efc + 4 * (r0 + q);
+    const sim_real* co = d->adj_efc + SIM_ADJ_EFC * (r0 + q);
     int k = dim == 1 ? 0 : q / 2 + 1;  // tangent of the pyramid edge
     simu_copy3(w[q], frame);
     if (dim > 1) simc_adj_acc3(w[q], frame + 3 * k, (q & 1) ? -fr[k - 1] : fr[k - 1]);
@@ -159,17 +166,33 @@ SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int 
     simc_adj_acc3(S + 3, jd, d->qacc[i]);
     simc_adj_acc3(S + 6, jd, d->qvel[i]);
   }
-  // w-bar_r = alpha_r Lambda + beta_r Aa + gamma_r V -> normal-bar, tangent-bar; pyramid rows share dist
-  sim_real framebar[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, distbar = 0;
+  // w-bar_r = alpha_r Lambda + beta_r Aa + gamma_r V -> normal-bar, tangent-bar, friction-bar (through the
+  // edge's +-mu and through R); pyramid rows share dist
+  sim_real framebar[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, distbar = 0, mubar = 0, Rbar = 0;
   for (int q = 0; q < nrow; q++) {
-    const sim_real* co = d->adj_efc + 4 * (r0 + q);
+    const sim_real* co = d->adj_efc + SIM_ADJ_EFC * (r0 + q);
     int k = dim == 1 ? 0 : q / 2 + 1;
     sim_real wbar[3] = {0, 0, 0};
     for (int e = 0; e < 3; e++) simc_adj_acc3(wbar, S + 3 * e, co[e]);
     simu_add3(framebar, framebar, wbar);
-    if (dim > 1) simc_adj_acc3(framebar + 3 * k, wbar, (q & 1) ? -fr[k - 1] : fr[k - 1]);
+    if (dim > 1) {
+      simc_adj_acc3(framebar + 3 * k, wbar, (q & 1) ? -fr[k - 1] : fr[k - 1]);
+      sim_real sbar = simu_dot3(frame + 3 * k, wbar);
+      mubar += (q & 1) ? -sbar : sbar;
+      Rbar += co[4];
+    }
     distbar += co[3];
   }
+  if (dim > 1 && Rbar != 0) {
+    // the pyramid rule as sim_row_fill evaluates it: R = 2 mu^2 R0 / impratio, R0 = max(MINVAL, (1 - imp) dA0 / imp)
+    sim_real f0 = fr[0], imp = d->efc_KBIP[4 * r0 + 2];
+    sim_real tran = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
+    sim_real R0raw = (1 - imp) * (tran + f0 * f0 * tran) / imp;
+    sim_real R0 = SIM_MAX((sim_real)SIM_MINVAL, R0raw);
+    sim_real dR0 = R0raw > (sim_real)SIM_MINVAL ? (1 - imp) * 2 * f0 * tran / imp : 0;
+    mubar += Rbar * (4 * f0 * R0 + 2 * f0 * f0 * dR0) / SIM_MAX((sim_real)SIM_MINVAL, m->impratio);
+  }
+  out[SIM_ADJ_CON_FRIC] = mubar;
   simu_add3(posbar, off1bar, off2bar);
   simu_scl3(out + SIM_ADJ_CON_COM1, off1bar, -1);
   simu_scl3(out + SIM_ADJ_CON_COM2, off2bar, -1);
@@ -186,6 +209,7 @@ SIM_FN void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lam
   for (int c = lane; c < ncon; c += nlane)
     if (conrow[c] >= 0) sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
   SIM_SYNC();
+  const sim_real* gf = sim_prm_friction(m, d);  // (ngeom, 3) the frictions the contacts were mixed from
   for (int g = lane; g < m->ngeom; g += nlane)
     for (int c = 0; c < ncon; c++) {
       if (conrow[c] < 0) continue;
@@ -196,6 +220,11 @@ SIM_FN void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lam
         for (int k = 0; k < 3; k++) d->adj_geom_xpos[3 * g + k] += p[k];
         for (int k = 0; k < 9; k++) d->adj_geom_xmat[9 * g + k] += p[3 + k];
       }
+      // sliding friction: to the geom it was mixed from (dynamic pairs; not where clamped to mjMINMU)
+      int pr = d->contact_pair[c];
+      if ((d->contact_geom[2 * c] == g || d->contact_geom[2 * c + 1] == g) && d->contact_dim[c] > 1 &&
+          m->pair_ipair[pr] < 0 && simc_friction_src(m, gf, pr, 0) == g && gf[3 * g] >= (sim_real)SIM_MINMU)
+        d->adj_geom_friction[3 * g] += d->adj_con[(size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_FRIC];
     }
   for (int b = 1 + lane; b < m->nbody; b += nlane) {
     if (m->body_rootid[b] != b) continue;
@@ -270,7 +299,7 @@ SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) 
   sim_adj_rows(m, d, lambda, lane, nlane);
   for (int j = lane; j < nv; j += nlane) {  // efc_vel = J v
     sim_real s = 0;
-    for (int r = 0; r < nefc; r++) s += d->adj_efc[4 * r + 2] * d->efc_J[(size_t)r * nv + j];
+    for (int r = 0; r < nefc; r++) s += d->adj_efc[SIM_ADJ_EFC * r + 2] * d->efc_J[(size_t)r * nv + j];
     d->adj_dv[j] += s;
   }
   SIM_SYNC();

@@ -9,6 +9,9 @@
 #ifndef ADJ_SIM_ADJOINT_FIELDS_H
 #define ADJ_SIM_ADJOINT_FIELDS_H
 
+// per-row width of adj_efc (sim_adjoint_constraint.c)
+#define SIM_ADJ_EFC 5
+
 // per-actuator discrete decisions recorded on the tape (tape_flags), frozen in the backward pass
 enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4 };
 
@@ -75,10 +78,13 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, adj_rk_dq, adj, m->nv)         /* RK4: accumulated qpos cotangent of the step input */ \
   X(sim_real, adj_rk_dv, adj, m->nv)         /* RK4: accumulated qvel cotangent of the step input */ \
   /* solver adjoint scratch (sim_adjoint_constraint.c) */                                          \
-  X(sim_real, adj_efc, adj, m->nefcmax * 4)  /* per row: J-bar = [0] lambda + [1] qacc + [2] qvel; [3] pos-bar */ \
-  X(sim_real, adj_con, adj, m->nconmax * 40) /* per contact: geometry, root com cotangents, chain sums */ \
+  X(sim_real, adj_efc, adj, m->nefcmax * SIM_ADJ_EFC) /* per row: J-bar coefficients of [0] lambda, */ \
+                                             /* [1] qacc, [2] qvel; [3] pos-bar; [4] R-bar */          \
+  X(sim_real, adj_con, adj, m->nconmax * 40) /* per contact: geometry, root com cotangents, chain */    \
+                                             /* sums, friction cotangent */                           \
   X(int, adj_map, adj, m->nv + m->nefcmax + m->nconmax) /* identity dof/row lists; first row per contact */ \
-  /* parameter cotangents (hooks: accumulated over the backward pass; filled where implemented) */   \
+  /* parameter cotangents of the world's values (sim_param_fields.h; the model's when overrides are off), */ \
+  /* accumulated over the backward pass, zeroed by sim_tape_clear */                                        \
   X(sim_real, adj_body_mass, adj, m->nbody)                                                        \
   X(sim_real, adj_body_ipos, adj, m->nbody * 3)                                                    \
   X(sim_real, adj_geom_friction, adj, m->ngeom * 3)

@@ -41,6 +41,34 @@ SIM_FN void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* buf = d->adj_buf6;              // (nv, 6)
   sim_real* bufbar = d->adj_buf6 + 6 * m->nv;  // (nv, 6)
   int nv = m->nv;
+  // per-world overrides: widened entries left 0 by the forward (sim_crb: a simple body whose COM offset is
+  // the model's) are 0 for every state and mass but not for every COM offset. With the offset o = xipos -
+  // xanchor = R ipos (0 here), such an entry is m v_i . v_j (v the linear part of cdof, v = v0 + w x o), so its
+  // cotangent goes to ipos alone: o-bar += M-bar m (v_j x w_i + v_i x w_j); the generic pass below skips it
+  // (the other cotangents then keep the bits of overrides off)
+  if (m->prm) {
+    const sim_real* mass = sim_prm_mass(m, d);
+    for (int b = 1 + lane; b < m->nbody; b += nlane) {
+      if (m->body_dofnum[b] == 0 || sim_ipos_moved(m, d, b)) continue;
+      sim_real obar[3] = {0, 0, 0}, t[3];
+      for (int i = m->body_dofadr[b]; i < m->body_dofadr[b] + m->body_dofnum[b]; i++) {
+        int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
+        for (int k = adr; k < diag; k++) {
+          if (!m->M_extra[k]) continue;
+          const sim_real *ci = d->cdof + 6 * i, *cj = d->cdof + 6 * m->M_colind[k];
+          sim_real s = d->adj_M[k] * mass[b];
+          simu_cross(t, cj + 3, ci);
+          simu_addscl3(obar, obar, t, s);
+          simu_cross(t, ci + 3, cj);
+          simu_addscl3(obar, obar, t, s);
+          d->adj_M[k] = 0;
+        }
+      }
+      simu_mulMatTVec3(t, d->xmat + 9 * b, obar);
+      simu_add3(d->adj_body_ipos + 3 * b, d->adj_body_ipos + 3 * b, t);
+    }
+    SIM_SYNC();
+  }
   for (int k = lane; k < 10 * m->nbody; k += nlane) crbbar[k] = 0;
   for (int i = lane; i < nv; i += nlane) {
     int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;

@@ -4,7 +4,8 @@
 //
 // Integrators solve Q a_int = qfrc_smooth + qfrc_constraint = M a. With y = Q^-T a_int-bar:
 //   a-bar += M y;   theta-bar += d_theta[y' M (a - a_int)] - d_theta[y' (Q - M) a_int]   (a, a_int frozen)
-// Euler: Q - M = h diag(b(v)). implicitfast: Q - M = -h sym(qDeriv) (+ h G on free blocks, G = d bias / dv).
+// Euler: Q - M = h diag(b(v)). implicitfast: Q - M = -h sym(qDeriv) (+ h G on free blocks, G = d bias / dv;
+// G depends on the body's mass and COM offset too: their cotangents are accumulated here).
 #include "sim_model.h"
 #include "sim_math.h"
 
@@ -103,7 +104,7 @@ SIM_FN void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flags, con
 SIM_FN void sim_adj_freebias_G(const SimModel* m, const SimWorld* d, int jnt, const sim_real wloc[3], sim_real G[36],
                                sim_real lin[9]) {
   sim_real rot[9];
-  sim_real mass = m->body_mass[m->jnt_bodyid[jnt]];
+  sim_real mass = sim_prm_mass(m, d)[m->jnt_bodyid[jnt]];
   sim_freebody_biasvel(m, d, jnt, wloc, lin, rot);
   for (int k = 0; k < 36; k++) G[k] = 0;
   for (int r = 0; r < 3; r++)
@@ -140,7 +141,36 @@ SIM_FN void sim_adj_freebody(const SimModel* m, SimWorld* d, int lane, int nlane
     simu_mulMatVec3(la, lin, a + 3);
     simu_cross(g, la, y);
     simu_mulMatTVec3(gl, d->xmat + 9 * body, g);
-    for (int e = 0; e < 3; e++) d->adj_dq[adr + 3 + e] -= h * (-m->body_mass[body]) * gl[e];
+    sim_real mass = sim_prm_mass(m, d)[body];
+    for (int e = 0; e < 3; e++) d->adj_dq[adr + 3 + e] -= h * (-mass) * gl[e];
+    // parameters: y' G(v) a depends on the mass and on s = xipos - xpos = R ipos only through
+    // -m p' K(s) ar, with p = y_t + yr x s, K(s) ar = (w x s) x ar + w x (s x ar), ar = R a_r, yr = R y_r,
+    // w = R v_r (world frame); so mass-bar += h p'K ar and s-bar += h m d(p'K ar)/ds, where
+    // d(p'K ar)/ds = (K ar) x yr - w x (ar x p) - ar x (w x p)
+    const sim_real* R = d->xmat + 9 * body;
+    sim_real sv[3], w[3], ar[3], yr[3], p[3], q[3], t[3], u[3], gs[3];
+    simu_sub3(sv, d->xipos + 3 * body, d->xpos + 3 * body);
+    simu_mulMatVec3(w, R, d->qvel + adr + 3);
+    simu_mulMatVec3(ar, R, a + 3);
+    simu_mulMatVec3(yr, R, y + 3);
+    simu_cross(p, yr, sv);
+    simu_add3(p, p, y);
+    simu_cross(t, w, sv);
+    simu_cross(q, t, ar);
+    simu_cross(t, sv, ar);
+    simu_cross(u, w, t);
+    simu_add3(q, q, u);
+    d->adj_body_mass[body] += h * simu_dot3(p, q);
+    simu_cross(gs, q, yr);
+    simu_cross(t, ar, p);
+    simu_cross(u, w, t);
+    simu_sub3(gs, gs, u);
+    simu_cross(t, w, p);
+    simu_cross(u, ar, t);
+    simu_sub3(gs, gs, u);
+    simu_scl3(gs, gs, h * mass);
+    simu_mulMatTVec3(t, R, gs);
+    simu_add3(d->adj_body_ipos + 3 * body, d->adj_body_ipos + 3 * body, t);
   }
   SIM_SYNC();
 }

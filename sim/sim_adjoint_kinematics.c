@@ -168,6 +168,8 @@ SIM_FN void simu_adj_inertCom(const sim_real rbar[10], const sim_real inert[3], 
 // cinert), then per root (gather of the subtree_com cotangents), then down the tree level by level.
 SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nbody = m->nbody;
+  const sim_real* mass = sim_prm_mass(m, d);           // (nbody) the world's masses (as the forward)
+  const sim_real* stmass = sim_prm_subtreemass(m, d);  // (nbody) their subtree sums
   sim_real* cbar = d->adj_subtree_com;  // zeroed per evaluation; the constraint adjoint may add to it
   sim_real* O = d->adj_buf6;            // (njnt, 3) cotangent of each joint's offset com_root - xanchor
   sim_real* D = d->adj_wrench;          // (nbody, 6): [0] T (below), [3:6] cotangent of xipos - com_root
@@ -211,7 +213,7 @@ SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) 
     }
     sim_real dif[3], difbar[3] = {0, 0, 0};
     simu_sub3(dif, d->xipos + 3 * i, d->subtree_com + 3 * m->body_rootid[i]);
-    simu_adj_inertCom(d->adj_cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, dif, m->body_mass[i],
+    simu_adj_inertCom(d->adj_cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, dif, mass[i],
                       d->adj_ximat + 9 * i, difbar, d->adj_body_mass + i);
     simu_add3(d->adj_xipos + 3 * i, d->adj_xipos + 3 * i, difbar);
     simu_copy3(D + 6 * i + 3, difbar);
@@ -225,11 +227,11 @@ SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) 
       for (int i = 1; i < nbody; i++)
         if (m->body_rootid[i] == p) simu_sub3(cbar + 3 * p, cbar + 3 * p, D + 6 * i + 3);
     }
-    if (m->body_subtreemass[p] < SIM_MINVAL) {
+    if (stmass[p] < SIM_MINVAL) {
       simu_add3(d->adj_xipos + 3 * p, d->adj_xipos + 3 * p, cbar + 3 * p);
       simu_zero3(cbar + 3 * p);
     } else {
-      simu_scl3(cbar + 3 * p, cbar + 3 * p, 1 / m->body_subtreemass[p]);
+      simu_scl3(cbar + 3 * p, cbar + 3 * p, 1 / stmass[p]);
     }
   }
   SIM_SYNC();
@@ -244,7 +246,7 @@ SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) 
       int i = m->level_body[adr + k], p = m->body_parentid[i];
       T[6 * i] = T[6 * p] + simu_dot3(cbar + 3 * i, d->subtree_com + 3 * i);
       simu_add3(cbar + 3 * i, cbar + 3 * i, cbar + 3 * p);
-      for (int e = 0; e < 3; e++) d->adj_xipos[3 * i + e] += m->body_mass[i] * cbar[3 * i + e];
+      for (int e = 0; e < 3; e++) d->adj_xipos[3 * i + e] += mass[i] * cbar[3 * i + e];
       d->adj_body_mass[i] += simu_dot3(cbar + 3 * i, d->xipos + 3 * i) - T[6 * i];
     }
     SIM_SYNC();

@@ -1,7 +1,8 @@
 // sim_collision.c: collision stage (MuJoCo 3.12 mj_collision for plane, sphere, capsule and box geoms).
 // The candidate pairs and their mixed contact parameters are model constants (sim_collision_import.c);
 // per step: bounding-sphere test, narrow phase into per-pair slots (lane-parallel over pairs), then a
-// compaction in pair order that completes each contact (mj_setContact: parameters, exclude, frame).
+// compaction in pair order that completes each contact (mj_setContact: parameters, exclude, frame). With
+// per-world overrides (sim_param_fields.h) a dynamic pair's friction is mixed from the world's geom frictions.
 // Writes ncon, ncon_overflow and contact_* (sim_collision.h).
 #include "sim_model.h"
 #include "sim_math.h"
@@ -135,6 +136,30 @@ SIM_FN int simc_collide_pair(const SimModel* m, const SimWorld* d, int p, SimPre
   return n;
 }
 
+// The geom whose friction component k (0 sliding, 1 torsional, 2 rolling) a dynamic pair p takes from the
+// geom frictions gf (ngeom, 3), as mj_contactParam mixes them: the higher priority geom's, else the larger
+// (mju_max(f1, f2): f1 when f1 >= f2, so an exact tie takes geom1 = contact_geom[0], the type-ordered first
+// geom, as MuJoCo's c->geom[0]). The gradient of a tie goes to that geom (sim_adjoint_constraint.c).
+SIM_FN int simc_friction_src(const SimModel* m, const sim_real* gf, int p, int k) {
+  int g1 = m->pair_geom1[p], g2 = m->pair_geom2[p];
+  int p1 = m->geom_priority[g1], p2 = m->geom_priority[g2];
+  if (p1 != p2) return p1 > p2 ? g1 : g2;
+  return gf[3 * g1 + k] >= gf[3 * g2 + k] ? g1 : g2;
+}
+
+// contact friction (5) of dynamic pair p from the world's geom frictions gf: mixed, unpacked (sliding twice,
+// torsional, rolling twice) and clamped to >= mjMINMU (mj_setContact), as the import does for the model's
+SIM_FN void simc_mix_friction(const SimModel* m, const sim_real* gf, int p, sim_real fr[5]) {
+  sim_real f[3];
+  for (int k = 0; k < 3; k++) {
+    f[k] = gf[3 * simc_friction_src(m, gf, p, k) + k];
+    if (f[k] < (sim_real)SIM_MINMU) f[k] = (sim_real)SIM_MINMU;
+  }
+  fr[0] = fr[1] = f[0];
+  fr[2] = f[1];
+  fr[3] = fr[4] = f[2];
+}
+
 SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
   // mj_collision returns early when constraints or contacts are disabled (uniform over the lanes)
   if ((m->disableflags & (SIM_DSBL_CONSTRAINT | SIM_DSBL_CONTACT)) || m->npair == 0) {
@@ -194,7 +219,11 @@ SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
       d->contact_dim[c] = m->pair_dim[p];
       d->contact_includemargin[c] = m->pair_margin[p];
       d->contact_exclude[c] = s[0] >= m->pair_margin[p];
-      for (int i = 0; i < 5; i++) d->contact_friction[5 * c + i] = m->pair_friction[5 * p + i];
+      if (m->prm && m->pair_ipair[p] < 0) {  // the world's geom frictions (explicit pairs keep their own)
+        simc_mix_friction(m, d->prm_geom_friction, p, d->contact_friction + 5 * c);
+      } else {
+        for (int i = 0; i < 5; i++) d->contact_friction[5 * c + i] = m->pair_friction[5 * p + i];
+      }
       for (int i = 0; i < 2; i++) {
         d->contact_solref[2 * c + i] = m->pair_solref[2 * p + i];
         d->contact_solreffriction[2 * c + i] = m->pair_solreffriction[2 * p + i];

@@ -18,10 +18,16 @@ SIM_FN void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
     M[Madr_ij] = m->dof_armature[i];
     sim_real buf[6];
     simu_mulInertVec(buf, crb + 10 * m->dof_bodyid[i], d->cdof + 6 * i);
+    // per-world overrides: a simple body's widened entries (M_extra) are its COM offset's coupling, exactly 0
+    // (and left so, as MuJoCo's pattern leaves them out) while the world's offset is the model's
+    int extra = m->prm && !sim_ipos_moved(m, d, m->dof_bodyid[i]);
     // the row stores a subset of the ancestors (MuJoCo leaves the zero blocks of simple bodies out of the
     // pattern): walk the ancestors and fill the stored ones, never another row's entries
     for (int j = i; j >= 0 && Madr_ij >= adr; j = m->dof_parentid[j])
-      if (m->M_colind[Madr_ij] == j) M[Madr_ij--] += simu_dot(d->cdof + 6 * j, buf, 6);
+      if (m->M_colind[Madr_ij] == j) {
+        if (!(extra && m->M_extra[Madr_ij])) M[Madr_ij] += simu_dot(d->cdof + 6 * j, buf, 6);
+        Madr_ij--;
+      }
   }
   SIM_SYNC();
 }

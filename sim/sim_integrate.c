@@ -142,7 +142,7 @@ SIM_FN void sim_freebody_biasvel(const SimModel* m, const SimWorld* d, int jnt, 
   const sim_real* R = d->xmat + 9 * body;
   const sim_real* Xi = d->ximat + 9 * body;
   const sim_real* inertia = m->body_inertia + 3 * body;
-  sim_real mass = m->body_mass[body];
+  sim_real mass = sim_prm_mass(m, d)[body];
   sim_real s[3], w[3];
   simu_sub3(s, d->xipos + 3 * body, d->xpos + 3 * body);
   simu_mulMatVec3(w, R, wloc);
@@ -204,7 +204,7 @@ SIM_FN void sim_freebody_matrix(const SimModel* m, const SimWorld* d, int jnt, s
   }
   sim_real lin[9], rot[9];
   sim_freebody_biasvel(m, d, jnt, d->qvel + adr + 3, lin, rot);
-  sim_real hm = -h * m->body_mass[body];
+  sim_real hm = -h * sim_prm_mass(m, d)[body];
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) {
       A[6 * r + 3 + c] += hm * lin[3 * r + c];

@@ -223,6 +223,7 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
   memcpy(m->geo_geom_pos, mj->geom_pos, sizeof(double) * 3 * ng);
   memcpy(m->geo_geom_quat, mj->geom_quat, sizeof(double) * 4 * ng);
   memcpy(m->geo_geom_size, mj->geom_size, sizeof(double) * 3 * ng);
+  memcpy(m->body_mass_f64, mj->body_mass, sizeof(double) * mj->nbody);  // per-world overrides (sim_param.c)
 #endif
 
   // fixed tendons
@@ -294,6 +295,48 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
   return SIM_OK;
 }
 
+// Widens the mass-matrix pattern so that every dof row lists all its ancestor dofs (increasing, diagonal
+// last), as MuJoCo's layout without its simple-body shortcut (sim_param_fields.h); M_extra marks the entries
+// added. The model's arrays move into a new buffer (nM grows); nothing changes when no row was short.
+int sim_model_full_mass_pattern(SimModel* m) {
+  int nv = m->nv, nM = 0, shorter = 0;
+  for (int i = 0; i < nv; i++) {
+    int n = 0;
+    for (int j = i; j >= 0; j = m->dof_parentid[j]) n++;
+    nM += n;
+    shorter |= n != m->M_rownnz[i];
+  }
+  if (!shorter) return SIM_OK;
+  SimModel old = *m;
+  m->nM = nM;
+  if (model_alloc(m)) {
+    *m = old;
+    return SIM_ERR_ALLOC;
+  }
+#define X(type, name, count, width) \
+  if (m->count == old.count) memcpy(m->name, old.name, sizeof(type) * (size_t)m->count * (width));
+  SIM_MODEL_FIELDS
+#undef X
+  int adr = 0;
+  for (int i = 0; i < nv; i++) {
+    int n = 0;
+    for (int j = i; j >= 0; j = m->dof_parentid[j]) n++;
+    m->M_rowadr[i] = adr;
+    m->M_rownnz[i] = n;
+    int k = adr + n;  // ancestors from the diagonal down, written from the row's end
+    for (int j = i; j >= 0; j = m->dof_parentid[j]) {
+      k--;
+      m->M_colind[k] = j;
+      int stored = 0;  // was (i, j) in the compiled row?
+      for (int q = old.M_rowadr[i]; q < old.M_rowadr[i] + old.M_rownnz[i]; q++) stored |= old.M_colind[q] == j;
+      m->M_extra[k] = !stored;
+    }
+    adr += n;
+  }
+  free(old.buffer);
+  return SIM_OK;
+}
+
 int sim_data_create(const SimModel* m, int nworld, SimData** out) {
   *out = NULL;
   if (nworld < 1) return SIM_ERR_ARG;
@@ -318,6 +361,7 @@ int sim_data_create(const SimModel* m, int nworld, SimData** out) {
   d->nbuffer = total;
   d->nworld = nworld;
   sim_reset(m, d, -1, -1);
+  if (m->prm) sim_param_reset(m, d, -1);
   *out = d;
   return SIM_OK;
 }
@@ -334,7 +378,7 @@ void sim_poison(const SimModel* m, SimData* d) {
 #define X(type, name, count, width)                                                              \
   if (sizeof(type) == sizeof(sim_real) && strcmp(#name, "qpos") && strcmp(#name, "qvel") &&      \
       strcmp(#name, "ctrl") && strcmp(#name, "qacc_warmstart") && strcmp(#name, "time") &&       \
-      strcmp(#name, "qfrc_applied") && strcmp(#type, "int")) {                                   \
+      strcmp(#name, "qfrc_applied") && strncmp(#name, "prm_", 4) && strcmp(#type, "int")) {      \
     sim_real* p = (sim_real*)(void*)d->name;                                                     \
     for (size_t k = 0; k < nw * (size_t)m->count * (width); k++) p[k] = nan;                     \
   }

@@ -131,6 +131,17 @@ SIM_FN void sim_gather_children(const SimModel* m, sim_real* x, int width, int m
   }
 }
 
+// Whether world d's COM offset of body i differs from the model's (per-world overrides). The compiler's
+// sameframe shortcuts assume the compiled offset: a body whose frame was its inertial frame (BODY) then gets
+// its inertial position computed (BODYROT), and a geom that sat at the compiled inertial frame (INERTIA) stays
+// where it was on the body (INERTIAROT: from geom_pos, which holds that position): a COM override moves the
+// mass, not the geometry. An override equal to the model's keeps the shortcuts (bitwise the same frames).
+SIM_FN int sim_ipos_moved(const SimModel* m, const SimWorld* d, int i) {
+  if (!m->prm) return 0;
+  const sim_geo *a = SIM_GEO(d, prm_body_ipos) + 3 * i, *b = SIM_GEO(m, body_ipos) + 3 * i;
+  return a[0] != b[0] || a[1] != b[1] || a[2] != b[2];
+}
+
 // mj_kinematics: body frames, inertial frames, geom frames
 SIM_FN void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) {
@@ -146,15 +157,21 @@ SIM_FN void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) 
     for (int k = lane; k < num; k += nlane) sim_body_kinematics(m, d, m->level_body[adr + k]);
     SIM_SYNC();
   }
+  // inertial frames from the world's COM offsets (sim_param_fields.h) where overrides are on
+  const sim_geo* ipos = m->prm ? SIM_GEO(d, prm_body_ipos) : SIM_GEO(m, body_ipos);
   for (int i = 1 + lane; i < m->nbody; i += nlane) {
+    int sf = m->body_sameframe[i];
+    if (sf == SIM_SAMEFRAME_BODY && sim_ipos_moved(m, d, i)) sf = SIM_SAMEFRAME_BODYROT;
     sim_local2global(d, d->xipos + 3 * i, d->ximat + 9 * i, SIM_GEO(d, xipos) + 3 * i, SIM_GEO(d, ximat) + 9 * i,
-                     SIM_GEO(m, body_ipos) + 3 * i, SIM_GEO(m, body_iquat) + 4 * i, i, m->body_sameframe[i]);
+                     ipos + 3 * i, SIM_GEO(m, body_iquat) + 4 * i, i, sf);
   }
   SIM_SYNC();
   for (int g = lane; g < m->ngeom; g += nlane) {
+    int sf = m->geom_sameframe[g];
+    if (sf == SIM_SAMEFRAME_INERTIA && sim_ipos_moved(m, d, m->geom_bodyid[g])) sf = SIM_SAMEFRAME_INERTIAROT;
     sim_local2global(d, d->geom_xpos + 3 * g, d->geom_xmat + 9 * g, SIM_GEO(d, geom_xpos) + 3 * g,
                      SIM_GEO(d, geom_xmat) + 9 * g, SIM_GEO(m, geom_pos) + 3 * g, SIM_GEO(m, geom_quat) + 4 * g,
-                     m->geom_bodyid[g], m->geom_sameframe[g]);
+                     m->geom_bodyid[g], sf);
   }
   SIM_SYNC();
 }
@@ -201,14 +218,16 @@ SIM_FN void simu_dofCom(sim_real res[6], const sim_real axis[3], const sim_real*
 SIM_FN void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nbody = m->nbody;
   sim_real* subtree_com = d->subtree_com;
-  for (int i = lane; i < nbody; i += nlane) simu_scl3(subtree_com + 3 * i, d->xipos + 3 * i, m->body_mass[i]);
+  const sim_real* mass = sim_prm_mass(m, d);           // (nbody) the world's masses
+  const sim_real* stmass = sim_prm_subtreemass(m, d);  // (nbody) and their subtree sums
+  for (int i = lane; i < nbody; i += nlane) simu_scl3(subtree_com + 3 * i, d->xipos + 3 * i, mass[i]);
   SIM_SYNC();
   sim_gather_children(m, subtree_com, 3, 0, lane, nlane);  // children's moments, the world included
   for (int i = lane; i < nbody; i += nlane) {
-    if (m->body_subtreemass[i] < SIM_MINVAL) {
+    if (stmass[i] < SIM_MINVAL) {
       simu_copy3(subtree_com + 3 * i, d->xipos + 3 * i);
     } else {
-      simu_scl3(subtree_com + 3 * i, subtree_com + 3 * i, 1 / m->body_subtreemass[i]);
+      simu_scl3(subtree_com + 3 * i, subtree_com + 3 * i, 1 / stmass[i]);
     }
   }
   SIM_SYNC();
@@ -217,7 +236,7 @@ SIM_FN void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int i = 1 + lane; i < nbody; i += nlane) {
     sim_real offset[3];
     simu_sub3(offset, d->xipos + 3 * i, subtree_com + 3 * m->body_rootid[i]);
-    simu_inertCom(d->cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, offset, m->body_mass[i]);
+    simu_inertCom(d->cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, offset, mass[i]);
   }
 
   for (int j = lane; j < m->njnt; j += nlane) {

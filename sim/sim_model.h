@@ -14,6 +14,7 @@
 #include "sim_collision.h"
 #include "sim_constraint.h"
 #include "sim_adjoint_fields.h"
+#include "sim_param_fields.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,7 +78,8 @@ enum {
   X(one, "always 1 (for per-model scalars stored as arrays)")                 \
   SIM_MODEL_SIZES_COLLISION                                                \
   SIM_MODEL_SIZES_CONSTRAINT                                               \
-  SIM_MODEL_SIZES_ADJOINT
+  SIM_MODEL_SIZES_ADJOINT                                                  \
+  SIM_MODEL_SIZES_PARAM
 
 // ---- float32 build: float64 copies of the geometry (sim_math_geo.h; SIM_GEO(m, name) reads m->geo_name) ----
 // Model: the constants of kinematics, the narrow phase and joint-limit distances. Data: the body frames (the
@@ -226,7 +228,8 @@ enum {
   X(sim_real, key_ctrl, nkey, m->nu)                                                              \
   SIM_MODEL_FIELDS_COLLISION                                                                       \
   SIM_MODEL_FIELDS_CONSTRAINT                                                                      \
-  SIM_MODEL_FIELDS_GEO
+  SIM_MODEL_FIELDS_GEO                                                                             \
+  SIM_MODEL_FIELDS_PARAM
 
 // ---- per-world state and intermediates: X(type, name, count, width), each world-major ----
 #define SIM_DATA_FIELDS                                                                            \
@@ -289,7 +292,8 @@ enum {
   SIM_DATA_FIELDS_COLLISION                                                                        \
   SIM_DATA_FIELDS_CONSTRAINT                                                                       \
   SIM_DATA_FIELDS_GEO                                                                              \
-  SIM_DATA_FIELDS_ADJOINT
+  SIM_DATA_FIELDS_ADJOINT                                                                          \
+  SIM_DATA_FIELDS_PARAM
 
 typedef struct SIM_SFX(SimModel) {
 #define X(name, what) int name;
@@ -341,6 +345,18 @@ SIM_FN void sim_world(const SimModel* m, const SimData* d, int w, SimWorld* out)
 #define X(type, name, count, width) out->name = d->name + (size_t)w * (size_t)m->count * (width);
   SIM_DATA_FIELDS
 #undef X
+}
+
+// Per-world parameters (sim_param_fields.h): the world's arrays when overrides are enabled, else the model's.
+// The flag is uniform over the lanes and the batch, so the branch costs nothing measurable.
+SIM_FN const sim_real* sim_prm_mass(const SimModel* m, const SimWorld* d) {  // (nbody)
+  return m->prm ? d->prm_body_mass : m->body_mass;
+}
+SIM_FN const sim_real* sim_prm_subtreemass(const SimModel* m, const SimWorld* d) {  // (nbody)
+  return m->prm ? d->prm_body_subtreemass : m->body_subtreemass;
+}
+SIM_FN const sim_real* sim_prm_friction(const SimModel* m, const SimWorld* d) {  // (ngeom, 3)
+  return m->prm ? d->prm_geom_friction : m->geom_friction;
 }
 
 #ifdef __cplusplus
