@@ -2,7 +2,7 @@
 // recorded rollout of 4 control steps x 4 substeps and its backward, on G1 (implicitfast) and the gradient
 // test models (constraints disabled), 256 worlds; then one control step with contacts and limits (G1 scene
 // from its keyframe, hopper, walker, free bodies): CUDA vs CPU per world (median and worst world), and two
-// CUDA runs bitwise.
+// CUDA runs bitwise; and the parameter cotangents with random per-world overrides (G1 scene, hopper, box stack).
 // Skips (77) without a device.
 #include <mujoco/mujoco.h>
 #include <stdint.h>
@@ -247,6 +247,129 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
   sim_free_mjmodel(mj);
 }
 
+// per-world parameter overrides: random masses, COM offsets and frictions in every world (sim_param_set on the
+// host, uploaded with the batch), one recorded control step with contacts and its backward: the parameter
+// cotangents (adj_body_mass, adj_body_ipos, adj_geom_friction) and the state's of CUDA against the float32 CPU
+// per world (median world <= med_tol, worst world reported), and two CUDA runs bit-identical
+static void check_params(const char* name, int nworld, int settle, double med_tol) {
+  char path[1024], err[1024];
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  void* mj = NULL;
+  if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
+    TEST_CHECK(0, "load %s", name);
+    return;
+  }
+  SimModel* m = NULL;
+  sim_collision_nconmax_override = 128;
+  int rc_import = sim_model_import(mj, &m, err, sizeof(err));
+  sim_collision_nconmax_override = 0;
+  if (rc_import) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    sim_free_mjmodel(mj);
+    return;
+  }
+  int nsub = 4, nq = m->nq, nv = m->nv, nu = m->nu, nb = m->nbody, ng = m->ngeom;
+  sim_adjoint_enable(m, nsub);
+  TEST_CHECK(sim_params_enable(m) == 0, "sim_params_enable");
+  SimData *c = NULL, *g = NULL, *s0 = NULL;
+  sim_data_create(m, nworld, &c);
+  sim_data_create(m, nworld, &g);
+  sim_data_create(m, nworld, &s0);
+  sim_reset(m, c, -1, m->nkey > 0 ? 0 : -1);
+  double* v = malloc(sizeof(double) * (size_t)(3 * (nb + ng) + 1));
+  double* v0 = malloc(sizeof(double) * (size_t)(3 * (nb + ng) + 1));
+  for (int w = 0; w < nworld; w++) {
+    for (int i = 0; i < nv; i++) c->qvel[w * nv + i] += (sim_real)(0.2 * (urand() - 0.5));
+    for (int i = 0; i < nq; i++) c->qpos[w * nq + i] += (sim_real)(0.02 * (urand() - 0.5));
+    sim_param_get(m, c, w, SIM_PARAM_BODY_MASS, v0);  // the model's until set
+    for (int b = 0; b < nb; b++) v[b] = v0[b] * (0.8 + 0.4 * urand());
+    TEST_CHECK(sim_param_set(m, c, w, SIM_PARAM_BODY_MASS, v) == 0, "set mass");
+    sim_param_get(m, c, w, SIM_PARAM_BODY_IPOS, v0);
+    for (int k = 0; k < 3 * nb; k++) v[k] = k < 3 ? 0 : v0[k] + 0.005 * (urand() - 0.5);
+    TEST_CHECK(sim_param_set(m, c, w, SIM_PARAM_BODY_IPOS, v) == 0, "set ipos");
+    sim_param_get(m, c, w, SIM_PARAM_GEOM_FRICTION, v0);
+    for (int k = 0; k < 3 * ng; k++) v[k] = v0[k] * (0.6 + 0.8 * urand());
+    TEST_CHECK(sim_param_set(m, c, w, SIM_PARAM_GEOM_FRICTION, v) == 0, "set friction");
+  }
+  for (int t = 0; t < settle; t++) sim_step(m, c);  // let the bodies land (CPU float32, each world its own)
+  memcpy(s0->buffer, c->buffer, c->nbuffer);
+  size_t nQ = (size_t)nworld * nq, nV = (size_t)nworld * nv, nU = (size_t)nworld * nu;
+  size_t nP = (size_t)nworld * (4 * nb + 3 * ng);  // mass, ipos, friction cotangents
+  float* ctrl = malloc(sizeof(float) * (nU + 1));
+  float* seed = malloc(sizeof(float) * 2 * nV);
+  float* cu = malloc(sizeof(float) * (nU + 1));
+  float *out[2], *prm[2];
+  for (size_t k = 0; k < nU; k++) ctrl[k] = (float)(urand() - 0.5);
+  for (size_t k = 0; k < 2 * nV; k++) seed[k] = (float)(urand() - 0.5);
+  // CPU reference
+  sim_tape_clear(m, c);
+  memcpy(c->ctrl, ctrl, sizeof(float) * nU);
+  sim_control_step(m, c, nsub, 1);
+  memcpy(c->adj_qpos, seed, sizeof(float) * nV);
+  memcpy(c->adj_qvel, seed + nV, sizeof(float) * nV);
+  sim_control_step_backward(m, c, nsub);
+  memcpy(cu, c->adj_ctrl, sizeof(float) * nU);
+  long long rows = 0;
+  for (int w = 0; w < nworld; w++) rows += c->adj_nconstraint[w];
+  SimCuda* gc = NULL;
+  int rc = simcuda_create(m, nworld, &gc);
+  for (int rep = 0; rep < 2; rep++) {
+    out[rep] = malloc(sizeof(float) * (nQ + 2 * nV + nU + 1));
+    prm[rep] = malloc(sizeof(float) * (nP + 1));
+    if (!rc) rc = gpu_rollout(gc, m, g, s0, ctrl, seed, nworld, nsub, 1, out[rep], out[rep] + nQ, out[rep] + nQ + nV,
+                              out[rep] + nQ + 2 * nV);
+    if (!rc) {  // the device's parameter cotangents (downloaded into g by the rollout)
+      memcpy(prm[rep], g->adj_body_mass, sizeof(float) * nworld * nb);
+      memcpy(prm[rep] + (size_t)nworld * nb, g->adj_body_ipos, sizeof(float) * nworld * 3 * nb);
+      memcpy(prm[rep] + (size_t)nworld * 4 * nb, g->adj_geom_friction, sizeof(float) * nworld * 3 * ng);
+    }
+  }
+  // simcuda_upload_params: a batch with the model's values, then the overrides alone
+  int upl = 0;
+  if (!rc) {
+    memcpy(g->buffer, s0->buffer, s0->nbuffer);
+    sim_param_reset(m, g, -1);
+    rc = simcuda_upload(gc, g);
+    if (!rc) rc = simcuda_upload_params(gc, s0);
+    if (!rc) rc = simcuda_download(gc, g);
+    upl = !rc && !memcmp(g->prm_body_mass, s0->prm_body_mass, sizeof(float) * nworld * nb) &&
+          !memcmp(g->prm_body_ipos, s0->prm_body_ipos, sizeof(float) * nworld * 3 * nb) &&
+          !memcmp(g->geo_prm_body_ipos, s0->geo_prm_body_ipos, sizeof(double) * nworld * 3 * nb) &&
+          !memcmp(g->prm_geom_friction, s0->prm_geom_friction, sizeof(float) * nworld * 3 * ng);
+  }
+  TEST_CHECK(rc == 0, "CUDA: %s", simcuda_last_error());
+  TEST_CHECK(upl, "%s: simcuda_upload_params did not copy the overrides", name);
+  if (!rc) {
+    double mf, mq, mm, mi, mfr, mu;
+    double ef = block_err_med(c->qpos, out[0], nq, nworld, &mf);
+    double eq = block_err_med(c->adj_qpos, out[0] + nQ, nv, nworld, &mq);
+    double eu = block_err_med(cu, out[0] + nQ + 2 * nV, nu, nworld, &mu);
+    double em = block_err_med(c->adj_body_mass, prm[0], nb, nworld, &mm);
+    double ei = block_err_med(c->adj_body_ipos, prm[0] + (size_t)nworld * nb, 3 * nb, nworld, &mi);
+    double efr = block_err_med(c->adj_geom_friction, prm[0] + (size_t)nworld * 4 * nb, 3 * ng, nworld, &mfr);
+    double fsum = 0;
+    for (size_t k = 0; k < (size_t)nworld * 3 * ng; k++) fsum += fabs((double)c->adj_geom_friction[k]);
+    int same = !memcmp(out[0], out[1], sizeof(float) * (nQ + 2 * nV + nU)) && !memcmp(prm[0], prm[1], sizeof(float) * nP);
+    printf("%-28s %d worlds with random overrides, %lld evaluations with rows (sum |friction cotangent| %.3e): CUDA "
+           "vs CPU float32, median world / worst world: state %.1e / %.1e, d/dqpos %.1e / %.1e, d/dctrl %.1e / "
+           "%.1e, d/dmass %.1e / %.1e, d/dipos %.1e / %.1e, d/dfriction %.1e / %.1e; two CUDA runs %s\n",
+           name, nworld, rows, fsum, mf, ef, mq, eq, mu, eu, mm, em, mi, ei, mfr, efr, same ? "bit-identical" : "DIFFERENT");
+    TEST_CHECK(rows > 0 && fsum > 0, "%s: no frictional contact rows", name);
+    TEST_CHECK(mq <= med_tol && mu <= med_tol, "%s: state cotangents: median world above %g", name, med_tol);
+    TEST_CHECK(mm <= med_tol && mi <= med_tol && mfr <= med_tol, "%s: parameter cotangents: median world above %g",
+               name, med_tol);
+    TEST_CHECK(same, "%s: two CUDA runs differ", name);
+  }
+  simcuda_free(gc);
+  free(v), free(v0), free(ctrl), free(seed), free(cu), free(out[0]), free(out[1]), free(prm[0]), free(prm[1]);
+  sim_data_free(c);
+  sim_data_free(g);
+  sim_data_free(s0);
+  sim_model_free(m);
+  sim_free_mjmodel(mj);
+}
+
 int main(void) {
   if (simcuda_device_count() == 0) {
     printf("no CUDA device: skipped\n");
@@ -261,5 +384,8 @@ int main(void) {
   check_rows("hopper/hopper.xml", 1024, 1e-5, 1e-1);
   check_rows("assets/test/walker_planar.xml", 1024, 1e-5, 1e-1);
   check_rows("assets/test/collision_free.xml", 256, 1e-5, 1e-1);
+  check_params("g1/scene_flat.xml", 1024, 0, 1e-5);
+  check_params("hopper/hopper.xml", 1024, 60, 1e-5);
+  check_params("assets/test/rest_stack.xml", 256, 20, 1e-5);
   return test_report("sim_grad_cuda");
 }

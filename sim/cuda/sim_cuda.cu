@@ -151,8 +151,33 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
   return SIM_OK;
 }
 
+// empties every world's tape and zeroes the parameter cotangents (as sim_tape_clear)
 extern "C" int simcuda_tape_clear(SimCuda* g) {
-  if (g->hm.adj) CU_CHECK(cudaMemset(g->hd.tape_n, 0, sizeof(int) * (size_t)g->hd.nworld));
+  if (!g->hm.adj) return SIM_OK;
+  size_t nw = (size_t)g->hd.nworld;
+  CU_CHECK(cudaMemset(g->hd.tape_n, 0, sizeof(int) * nw));
+  CU_CHECK(cudaMemset(g->hd.adj_body_mass, 0, sizeof(float) * nw * g->hm.nbody));
+  CU_CHECK(cudaMemset(g->hd.adj_body_ipos, 0, sizeof(float) * nw * 3 * g->hm.nbody));
+  if (g->hm.ngeom) CU_CHECK(cudaMemset(g->hd.adj_geom_friction, 0, sizeof(float) * nw * 3 * g->hm.ngeom));
+  return SIM_OK;
+}
+
+// the per-world parameter overrides of a host SimData (sim_param_set; same model and nworld) to the device
+extern "C" int simcuda_upload_params(SimCuda* g, const SimData* host) {
+  const SimModel* m = &g->hm;
+  if (!m->prm) {
+    snprintf(g_err, sizeof(g_err), "simcuda_upload_params: overrides not enabled (sim_params_enable)");
+    return SIM_ERR_ARG;
+  }
+  if (host->nworld != g->hd.nworld || host->nbuffer != g->hd.nbuffer) {
+    snprintf(g_err, sizeof(g_err), "simcuda_upload_params: batch shape differs from the device's");
+    return SIM_ERR_ARG;
+  }
+  size_t nw = (size_t)g->hd.nworld;
+#define X(type, name, count, width) \
+  CU_CHECK(cudaMemcpy(g->hd.name, host->name, sizeof(type) * nw * (size_t)m->count * (width), cudaMemcpyHostToDevice));
+  SIM_DATA_FIELDS_PARAM
+#undef X
   return SIM_OK;
 }
 

@@ -31,7 +31,12 @@ int simcuda_sync(SimCuda* g);
 // control step with optional recording, backward of the last recorded control step, tape reset
 int simcuda_control_step(SimCuda* g, int nsub, int record);
 int simcuda_control_step_backward(SimCuda* g, int nsub);
-int simcuda_tape_clear(SimCuda* g);
+int simcuda_tape_clear(SimCuda* g);  // also zeroes the parameter cotangents, as sim_tape_clear
+
+// per-world parameter overrides (sim.h; enable them on the host model before simcuda_create, so the device
+// batch holds them): set them on a host SimData of the same shape with sim_param_set, then copy just those
+// arrays (simcuda_upload copies them with everything else). SIM_ERR_ARG when overrides are off.
+int simcuda_upload_params(SimCuda* g, const SimData_f32* host);
 
 // median over nrep of the time of nstep consecutive steps (CUDA events, after one warm-up), per step in ms
 int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step);
