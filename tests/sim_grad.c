@@ -11,19 +11,9 @@
 
 #include "sim/sim.h"
 #include "sim/sim_adjoint.h"
+#include "tests/grad_ref.h"
 #include "tests/test.h"
 
-static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
-static double urand(void) {  // [0, 1)
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (double)(rng_state >> 11) / 9007199254740992.0;
-}
-static double nrand(void) {
-  double u = urand() + 1e-12, v = urand();
-  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
-}
 
 static int load_keep_constraints = 0;  // 1: do not disable the constraint stage (and converge the solver)
 static double conv_tol = 0;            // solver tolerance of the converged runs (0: until no improvement)
@@ -62,18 +52,6 @@ typedef struct {
   unsigned long long sig;  // discrete decisions of the last rollout (contacts, row types and states)
 } Ref;
 
-// FNV-1a over the discrete decisions of a step: contact count and geom pairs, row count, types and states
-static unsigned long long sig_step(const mjModel* m, const mjData* d, unsigned long long h) {
-  (void)m;
-#define MIX(v) h = (h ^ (unsigned long long)(unsigned)(v)) * 1099511628211ull
-  MIX(d->ncon);
-  for (int c = 0; c < d->ncon; c++) MIX(d->contact[c].geom[0]), MIX(d->contact[c].geom[1]);
-  MIX(d->nefc);
-  for (int r = 0; r < d->nefc; r++) MIX(d->efc_type[r]), MIX(d->efc_state[r]);
-#undef MIX
-  return h;
-}
-
 // MuJoCo rollout of nstep control steps of nsub substeps from (qpos, qvel, ctrl[nstep][nu])
 static void ref_rollout(Ref* r, const double* qpos, const double* qvel, const double* ctrl, double* qpos_out,
                         double* qvel_out) {
@@ -82,12 +60,12 @@ static void ref_rollout(Ref* r, const double* qpos, const double* qvel, const do
   mj_resetData(m, d);
   mju_copy(d->qpos, qpos, m->nq);
   mju_copy(d->qvel, qvel, m->nv);
-  r->sig = 14695981039346656037ull;
+  r->sig = SIG_START;
   for (int t = 0; t < r->nstep; t++) {
     mju_copy(d->ctrl, ctrl + t * m->nu, m->nu);
     for (int s = 0; s < r->nsub; s++) {
       mj_step(m, d);
-      r->sig = sig_step(m, d, r->sig);
+      r->sig = sig_step(d, r->sig);
     }
   }
   mju_copy(qpos_out, d->qpos, m->nq);
@@ -135,34 +113,6 @@ static int ref_fd(Ref* r, const double* qpos, const double* qvel, const double* 
   }
   free(q), free(v), free(u), free(dq), free(qp), free(vp), free(e);
   return changed;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
-// relative error per element against FD, floored at 1e-6 of the block's largest |fd|; returns median, max
-// (normwise: both are the block's |got - ref| / |ref|)
-static void rel_errors(const double* got, const double* ref, int n, double* med, double* mx) {
-  if (normwise) {
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) num += (got[i] - ref[i]) * (got[i] - ref[i]), den += ref[i] * ref[i];
-    *med = *mx = den > 0 ? sqrt(num / den) : sqrt(num);
-    return;
-  }
-  double scale = 0;
-  for (int i = 0; i < n; i++) scale = fmax(scale, fabs(ref[i]));
-  double* r = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-  *mx = 0;
-  for (int i = 0; i < n; i++) {
-    r[i] = fabs(got[i] - ref[i]) / fmax(fabs(ref[i]), 1e-6 * scale + 1e-300);
-    if (!(r[i] == r[i])) r[i] = INFINITY;
-    *mx = fmax(*mx, r[i]);
-  }
-  qsort(r, n, sizeof(double), cmp_double);
-  *med = n ? (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2])) : 0;
-  free(r);
 }
 
 // random state around qpos0 (tangent noise), random velocity, ctrl inside its range (ctrl_spread > 1: also
@@ -222,8 +172,7 @@ static double check_model(const char* name, int integrator, double timestep, int
   double *qref = malloc(sizeof(double) * nq), *vref = malloc(sizeof(double) * nv);
   double worst = 0;
   int skipped = 0, withrows = 0;
-  rng_state = 0x9E3779B97F4A7C15ull;  // each check draws its own states, whatever ran before it
-  for (const char* c = name; *c; c++) rng_state = (rng_state ^ (unsigned char)*c) * 1099511628211ull;
+  seed(name);  // each check draws its own states, whatever ran before it
   const char* intname[] = {"Euler", "RK4", "implicit", "implicitfast"};
   for (int st = 0; st < nstate; st++) {
     random_state(mj, qscale, vscale, qpos, qvel, ctrl, nstep);
@@ -260,9 +209,9 @@ static double check_model(const char* name, int integrator, double timestep, int
       continue;
     }
     double med[3], mx[3];
-    rel_errors(gq, fq, nv, &med[0], &mx[0]);
-    rel_errors(gv, fv, nv, &med[1], &mx[1]);
-    rel_errors(gu, fu, nu * nstep, &med[2], &mx[2]);
+    rel_errors(gq, fq, nv, normwise, &med[0], &mx[0]);
+    rel_errors(gv, fv, nv, normwise, &med[1], &mx[1]);
+    rel_errors(gu, fu, nu * nstep, normwise, &med[2], &mx[2]);
     printf("%-22s %-12s %2dx%d state %d: rel err qpos med %.1e max %.1e | qvel med %.1e max %.1e | ctrl med %.1e max %.1e\n",
            name, intname[mj->opt.integrator], nstep, nsub, st, med[0], mx[0], med[1], mx[1], med[2], mx[2]);
     const char* blk[] = {"qpos", "qvel", "ctrl"};
@@ -402,8 +351,8 @@ static void check_params(const char* name, int nsub) {
     else fi[k - nb] = g;
   }
   double med[2], mx[2];
-  rel_errors(gm, fm, nb, &med[0], &mx[0]);
-  rel_errors(gi, fi, 3 * nb, &med[1], &mx[1]);
+  rel_errors(gm, fm, nb, normwise, &med[0], &mx[0]);
+  rel_errors(gi, fi, 3 * nb, normwise, &med[1], &mx[1]);
   printf("%-22s params: rel err body_mass med %.1e max %.1e | body_ipos med %.1e max %.1e\n", name, med[0], mx[0],
          med[1], mx[1]);
   if (getenv("GRAD_VERBOSE"))

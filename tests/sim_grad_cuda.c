@@ -55,23 +55,34 @@ static double block_err(const float* a, const float* b, int n, int nworld) {
 }
 
 // timestep > 0 overrides the model's (grad_chain's light, stiff finger diverges in float32 at its own 4 ms)
-static void check(const char* name, int nworld, double timestep, double tol) {
+// loads and imports an asset (contact capacity nconmax, 0: derived from the model); NULL after a failed check
+static SimModel* load_model(const char* name, const SimLoadOptions* opt, int nconmax, void** mj) {
   char path[1024], err[1024];
+  *mj = NULL;
+  if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, opt, mj, err, sizeof(err))) {
+    TEST_CHECK(0, "load %s", name);
+    return NULL;
+  }
+  SimModel* m = NULL;
+  sim_collision_nconmax_override = nconmax;
+  int rc = sim_model_import(*mj, &m, err, sizeof(err));
+  sim_collision_nconmax_override = 0;
+  if (rc) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    sim_free_mjmodel(*mj);
+    return NULL;
+  }
+  return m;
+}
+
+static void check(const char* name, int nworld, double timestep, double tol) {
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   opt.disable_add = SIM_DSBL_CONSTRAINT;
   opt.timestep = timestep;
-  void* mj = NULL;
-  if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
-    TEST_CHECK(0, "load %s", name);
-    return;
-  }
-  SimModel* m = NULL;
-  if (sim_model_import(mj, &m, err, sizeof(err))) {
-    TEST_CHECK(0, "import %s: %s", name, err);
-    sim_free_mjmodel(mj);
-    return;
-  }
+  void* mj;
+  SimModel* m = load_model(name, &opt, 0, &mj);
+  if (!m) return;
   int nsub = 4, nstep = 4;
   sim_adjoint_enable(m, nsub * nstep);
   SimData *c = NULL, *g = NULL;
@@ -158,24 +169,11 @@ static int gpu_rollout(SimCuda* gc, const SimModel* m, SimData* g, const SimData
 // per world, median world <= med_tol and worst world <= max_tol (a contact onset in a few worlds amplifies
 // the sinf/cosf rounding differences); two CUDA runs bit-identical
 static void check_rows(const char* name, int nworld, double med_tol, double max_tol) {
-  char path[1024], err[1024];
-  int rc_import;
   SimLoadOptions opt;
   sim_load_options_default(&opt);
-  void* mj = NULL;
-  if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
-    TEST_CHECK(0, "load %s", name);
-    return;
-  }
-  SimModel* m = NULL;
-  sim_collision_nconmax_override = 128;  // as the benches: the derived capacity (G1: 942) is never reached
-  rc_import = sim_model_import(mj, &m, err, sizeof(err));
-  sim_collision_nconmax_override = 0;
-  if (rc_import) {
-    TEST_CHECK(0, "import %s: %s", name, err);
-    sim_free_mjmodel(mj);
-    return;
-  }
+  void* mj;
+  SimModel* m = load_model(name, &opt, 128, &mj);  // as the benches: the derived capacity (G1: 942) is never reached
+  if (!m) return;
   // one control step: over several, contact onsets amplify the kinematics' sinf/cosf rounding differences in
   // the trajectories themselves (G1 after 4 control steps: state 1.6e-7 apart in the median world)
   int nsub = 4, nstep = 1, nq = m->nq, nv = m->nv, nu = m->nu;
@@ -252,23 +250,11 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
 // cotangents (adj_body_mass, adj_body_ipos, adj_geom_friction) and the state's of CUDA against the float32 CPU
 // per world (median world <= med_tol, worst world reported), and two CUDA runs bit-identical
 static void check_params(const char* name, int nworld, int settle, double med_tol) {
-  char path[1024], err[1024];
   SimLoadOptions opt;
   sim_load_options_default(&opt);
-  void* mj = NULL;
-  if (sim_find_asset(name, path, sizeof(path)) || sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
-    TEST_CHECK(0, "load %s", name);
-    return;
-  }
-  SimModel* m = NULL;
-  sim_collision_nconmax_override = 128;
-  int rc_import = sim_model_import(mj, &m, err, sizeof(err));
-  sim_collision_nconmax_override = 0;
-  if (rc_import) {
-    TEST_CHECK(0, "import %s: %s", name, err);
-    sim_free_mjmodel(mj);
-    return;
-  }
+  void* mj;
+  SimModel* m = load_model(name, &opt, 128, &mj);
+  if (!m) return;
   int nsub = 4, nq = m->nq, nv = m->nv, nu = m->nu, nb = m->nbody, ng = m->ngeom;
   sim_adjoint_enable(m, nsub);
   TEST_CHECK(sim_params_enable(m) == 0, "sim_params_enable");

@@ -21,26 +21,11 @@
 
 #include "sim/sim.h"
 #include "sim/sim_adjoint.h"
+#include "tests/grad_ref.h"
 #include "tests/test.h"
 
 // tests/sim_lanes.c: the control step (or its backward) of world w run by nlane threads
 void sim_lanes_run_control(const void* model, void* data, int w, int nsub, int record, int backward, int nlane);
-
-static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
-static double urand(void) {  // [0, 1)
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (double)(rng_state >> 11) / 9007199254740992.0;
-}
-static double nrand(void) {
-  double u = urand() + 1e-12, v = urand();
-  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
-}
-static void seed(const char* name) {  // each check draws its own numbers, whatever ran before it
-  rng_state = 0x9E3779B97F4A7C15ull;
-  for (const char* c = name; *c; c++) rng_state = (rng_state ^ (unsigned char)*c) * 1099511628211ull;
-}
 
 // converged solver in both engines (the adjoint differentiates the converged solution), constraints kept
 static mjModel* load(const char* name) {
@@ -68,6 +53,21 @@ static SimModel* import(const mjModel* mj, const char* name) {
   int rc = sim_model_import(mj, &m, err, sizeof(err));
   TEST_CHECK(rc == 0, "import %s: %s", name, err);
   return rc ? NULL : m;
+}
+
+// a check's model: loaded (converged solver), imported, and the random stream seeded by the check's name;
+// NULL after a failed check (nothing left to free)
+static SimModel* open_model(const char* name, mjModel** mj) {
+  *mj = load(name);
+  TEST_CHECK(*mj != NULL, "load %s", name);
+  if (!*mj) return NULL;
+  SimModel* m = import(*mj, name);
+  if (!m) {
+    mj_deleteModel(*mj);
+    return NULL;
+  }
+  seed(name);
+  return m;
 }
 
 // random state around qpos0, random velocity and ctrl; settle > 0: MuJoCo steps under that ctrl first
@@ -147,18 +147,6 @@ typedef struct {
   unsigned long long sig;  // discrete decisions of the last step (contacts, row types and states)
 } Ref;
 
-// FNV-1a over the discrete decisions of a step: contacts (geom pairs), row count, types and states
-static unsigned long long sig_step(const mjData* d) {
-  unsigned long long h = 14695981039346656037ull;
-#define MIX(v) h = (h ^ (unsigned long long)(unsigned)(v)) * 1099511628211ull
-  MIX(d->ncon);
-  for (int c = 0; c < d->ncon; c++) MIX(d->contact[c].geom[0]), MIX(d->contact[c].geom[1]);
-  MIX(d->nefc);
-  for (int r = 0; r < d->nefc; r++) MIX(d->efc_type[r]), MIX(d->efc_state[r]);
-#undef MIX
-  return h;
-}
-
 static void ref_step(Ref* r, const double* qpos, const double* qvel, const double* ctrl, double* qpos_out,
                      double* qvel_out) {
   const mjModel* m = r->mj;
@@ -168,30 +156,9 @@ static void ref_step(Ref* r, const double* qpos, const double* qvel, const doubl
   mju_copy(d->qvel, qvel, m->nv);
   mju_copy(d->ctrl, ctrl, m->nu);
   mj_step(m, d);
-  r->sig = sig_step(d);
+  r->sig = sig_step(d, SIG_START);
   mju_copy(qpos_out, d->qpos, m->nq);
   mju_copy(qvel_out, d->qvel, m->nv);
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
-// relative error per element against FD, floored at 1e-6 of the block's largest |fd|: median and max
-static void rel_errors(const double* got, const double* ref, int n, double* med, double* mx) {
-  double scale = 0;
-  for (int i = 0; i < n; i++) scale = fmax(scale, fabs(ref[i]));
-  double* r = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-  *mx = 0;
-  for (int i = 0; i < n; i++) {
-    r[i] = fabs(got[i] - ref[i]) / fmax(fabs(ref[i]), 1e-6 * scale + 1e-300);
-    if (!(r[i] == r[i])) r[i] = INFINITY;
-    *mx = fmax(*mx, r[i]);
-  }
-  qsort(r, (size_t)n, sizeof(double), cmp_double);
-  *med = n ? (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2])) : 0;
-  free(r);
 }
 
 // random parameters around the model's: masses x [0.8, 1.2], COM offsets + 1 cm noise, every friction
@@ -274,8 +241,8 @@ static int check_state(const mjModel* mj0, SimModel* m, SimData* d, Ref* r, cons
   }
   int ok = !changed;
   if (ok) {
-    rel_errors(got, fd, nb, &pe->med[0], &pe->mx[0]);
-    rel_errors(got + nb, fd + nb, 3 * nb, &pe->med[1], &pe->mx[1]);
+    rel_errors(got, fd, nb, 0, &pe->med[0], &pe->mx[0]);
+    rel_errors(got + nb, fd + nb, 3 * nb, 0, &pe->med[1], &pe->mx[1]);
     // friction: over the geoms that supply a contact's friction (ours exactly 0 for the others, where the FD
     // is rounding noise: mj_differentiatePos of two equal quaternions, ~1e-17 / eps)
     double *gg = malloc(sizeof(double) * (ng + 1)), *gf = malloc(sizeof(double) * (ng + 1)), scale = 0;
@@ -286,7 +253,7 @@ static int check_state(const mjModel* mj0, SimModel* m, SimData* d, Ref* r, cons
         gg[pe->nfric] = got[4 * nb + g];
         gf[pe->nfric++] = fd[4 * nb + g];
       }
-    rel_errors(gg, gf, pe->nfric, &pe->med[2], &pe->mx[2]);
+    rel_errors(gg, gf, pe->nfric, 0, &pe->med[2], &pe->mx[2]);
     free(gg), free(gf);
     printf("%-14s state %d: %2d contacts | rel err body_mass med %.1e max %.1e | body_ipos med %.1e max %.1e | "
            "geom_friction (%d nonzero) med %.1e max %.1e\n",
@@ -302,15 +269,9 @@ static int check_state(const mjModel* mj0, SimModel* m, SimData* d, Ref* r, cons
 
 // nstate random states of `name` with random overrides in world 0; bounds on the per-state medians and maxima
 static void check_grad(const char* name, int nstate, double qscale, double vscale, int settle, int expect_fric) {
-  mjModel* mj0 = load(name);  // the compiled model: the engine imports it unchanged
-  TEST_CHECK(mj0 != NULL, "load %s", name);
-  if (!mj0) return;
-  SimModel* m = import(mj0, name);
-  if (!m) {
-    mj_deleteModel(mj0);
-    return;
-  }
-  seed(name);
+  mjModel* mj0;
+  SimModel* m = open_model(name, &mj0);  // the compiled model: the engine imports it unchanged
+  if (!m) return;
   sim_adjoint_enable(m, 1);
   sim_params_enable(m);
   SimData* d = NULL;
@@ -376,15 +337,9 @@ static void check_grad(const char* name, int nstate, double qscale, double vscal
 // has no derivative there; raising the first geom's friction is the direction that moves the contact's, so
 // ours must equal MuJoCo's one-sided difference (f1 + eps, converged solver) in that geom.
 static void check_tie(const char* name, int settle) {
-  mjModel* mj0 = load(name);
-  TEST_CHECK(mj0 != NULL, "load %s", name);
-  if (!mj0) return;
-  SimModel* m = import(mj0, name);
-  if (!m) {
-    mj_deleteModel(mj0);
-    return;
-  }
-  seed(name);
+  mjModel* mj0;
+  SimModel* m = open_model(name, &mj0);
+  if (!m) return;
   sim_adjoint_enable(m, 1);
   SimData* d = NULL;
   sim_data_create(m, 1, &d);
@@ -477,16 +432,15 @@ static void rollout(const SimModel* m, SimData* d, const double* qpos, const dou
 // overrides equal to the model's values (from sim_param_get on the model, and from sim_param_reset) give the
 // bits of overrides off: forward state and every cotangent of a recorded rollout with contacts
 static void check_identity(const char* name, int settle) {
-  mjModel* mj = load(name);
-  TEST_CHECK(mj != NULL, "load %s", name);
-  if (!mj) return;
-  SimModel *m0 = import(mj, name), *m1 = import(mj, name);
-  if (!m0 || !m1) {
-    sim_model_free(m0), sim_model_free(m1);
+  mjModel* mj;
+  SimModel* m0 = open_model(name, &mj);
+  if (!m0) return;
+  SimModel* m1 = import(mj, name);
+  if (!m1) {
+    sim_model_free(m0);
     mj_deleteModel(mj);
     return;
   }
-  seed(name);
   int nsub = 2, nstep = 3, nb = m0->nbody, ng = m0->ngeom, nq = m0->nq, nv = m0->nv, nu = m0->nu;
   sim_adjoint_enable(m0, nsub * nstep);
   sim_adjoint_enable(m1, nsub * nstep);
@@ -549,16 +503,15 @@ static void check_identity(const char* name, int settle) {
 
 // four worlds, world 2 with body `body`'s mass doubled: it differs, the others equal the no-override run
 static void check_worlds(const char* name, int body, int settle) {
-  mjModel* mj = load(name);
-  TEST_CHECK(mj != NULL, "load %s", name);
-  if (!mj) return;
-  SimModel *m0 = import(mj, name), *m1 = import(mj, name);
-  if (!m0 || !m1) {
-    sim_model_free(m0), sim_model_free(m1);
+  mjModel* mj;
+  SimModel* m0 = open_model(name, &mj);
+  if (!m0) return;
+  SimModel* m1 = import(mj, name);
+  if (!m1) {
+    sim_model_free(m0);
     mj_deleteModel(mj);
     return;
   }
-  seed(name);
   int nw = 4, nq = m0->nq, nv = m0->nv, nu = m0->nu, nb = m0->nbody;
   sim_params_enable(m1);
   SimData *d0 = NULL, *d1 = NULL;
@@ -602,15 +555,9 @@ static void check_worlds(const char* name, int body, int settle) {
 
 // a control step and its backward with random overrides, run by 1, 5 and 32 lanes: the same bits
 static void check_lanes(const char* name, int settle) {
-  mjModel* mj = load(name);
-  TEST_CHECK(mj != NULL, "load %s", name);
-  if (!mj) return;
-  SimModel* m = import(mj, name);
-  if (!m) {
-    mj_deleteModel(mj);
-    return;
-  }
-  seed(name);
+  mjModel* mj;
+  SimModel* m = open_model(name, &mj);
+  if (!m) return;
   int nsub = 2, nq = m->nq, nv = m->nv, nu = m->nu, nb = m->nbody, ng = m->ngeom;
   sim_adjoint_enable(m, nsub);
   sim_params_enable(m);
