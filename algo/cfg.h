@@ -34,6 +34,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(env, num_envs, INT, "64", "[1, 1048576]", CFG_H, "parallel worlds") \
   X(env, episode_steps, INT, "0", "[0, 100000000]", CFG_H, "control steps per episode (0: the task's default)") \
   X(env, random_start_step, BOOL, "false", "", CFG_H, "start each world's first episode at a random step (decorrelates worlds)") \
+  X(env, params, STR, "", "", CFG_H, "task constants over the task's defaults, \"name=value, ...\" (envs/<task>.c lists them)") \
   X(run, name, STR, "", "", 0, "run name (default: the config file's base name)") \
   X(run, seed, INT, "1", "[0, 9223372036854775807]", CFG_H, "seed of every random stream") \
   X(run, max_iterations, INT, "100", "[1, 1000000000]", 0, "total iterations of the run") \

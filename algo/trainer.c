@@ -228,8 +228,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   if (cfg_save(c, path, err, errlen)) return TRAIN_ERUN;
 
   EnvBatch* env = NULL;
-  if (env_create(&env, c->env_task, (int)c->env_num_envs, (int)c->env_episode_steps, (uint64_t)c->run_seed, err,
-                 errlen))
+  if (env_create_params(&env, c->env_task, c->env_params, (int)c->env_num_envs, (int)c->env_episode_steps,
+                        (uint64_t)c->run_seed, err, errlen))
     return TRAIN_EUSER;
   void* algo = NULL;
   if (ops->create(&algo, c, env, err, errlen)) {
@@ -379,8 +379,8 @@ int trainer_eval(const char* checkpoint, const char* config_path, int episodes, 
   c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
   EnvBatch* env = NULL;
   // evaluation episodes use their own reset noise (not the training worlds')
-  if (env_create(&env, c.env_task, episodes, (int)c.env_episode_steps, (uint64_t)c.run_seed ^ 0x5EEDE7A1ULL, err,
-                 errlen))
+  if (env_create_params(&env, c.env_task, c.env_params, episodes, (int)c.env_episode_steps,
+                        (uint64_t)c.run_seed ^ 0x5EEDE7A1ULL, err, errlen))
     return TRAIN_EUSER;
   void* algo = NULL;
   if (ops->create(&algo, &c, env, err, errlen)) {

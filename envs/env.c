@@ -3,6 +3,7 @@
 
 #include "sim/sim_adjoint.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,60 @@ static void reset_world(EnvBatch* e, int w) {
   e->ep_return[w] = 0;
 }
 
+// task constants: defaults, then "name=value" items separated by commas, semicolons or blanks
+static int parse_task_params(const EnvTask* tk, const char* spec, double* p, char* err, size_t errlen) {
+  const EnvTaskInfo* in = &tk->info;
+  if (in->nparam < 0 || in->nparam > SIM_TASK_PARAMS) {
+    snprintf(err, errlen, "task %s: %d parameters (at most %d)", in->name, in->nparam, SIM_TASK_PARAMS);
+    return -1;
+  }
+  for (int i = 0; i < SIM_TASK_PARAMS; i++) p[i] = i < in->nparam ? in->param_defaults[i] : 0;
+  const char* s = spec ? spec : "";
+  while (*s) {
+    while (*s == ',' || *s == ';' || isspace((unsigned char)*s)) s++;
+    if (!*s) break;
+    const char* e = s;
+    while (*e && *e != ',' && *e != ';' && !isspace((unsigned char)*e)) e++;
+    char item[128];
+    size_t n = (size_t)(e - s) < sizeof(item) - 1 ? (size_t)(e - s) : sizeof(item) - 1;
+    memcpy(item, s, n);
+    item[n] = 0;
+    char* eq = strchr(item, '=');
+    if (!eq) {
+      snprintf(err, errlen, "env.params: '%s' is not name=value", item);
+      return -1;
+    }
+    *eq = 0;
+    int k = -1;
+    for (int i = 0; i < in->nparam; i++)
+      if (!strcmp(in->param_names[i], item)) k = i;
+    if (k < 0) {
+      char known[512] = "";
+      for (int i = 0; i < in->nparam; i++)
+        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", in->param_names[i]);
+      snprintf(err, errlen, "env.params: task %s has no parameter '%s' (known: %s)", in->name, item,
+               in->nparam ? known : "none");
+      return -1;
+    }
+    char* end = NULL;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || !isfinite(v)) {
+      snprintf(err, errlen, "env.params: %s: '%s' is not a finite number", item, eq + 1);
+      return -1;
+    }
+    p[k] = v;
+    s = e;
+  }
+  return 0;
+}
+
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, uint64_t seed, char* err,
                size_t errlen) {
+  return env_create_params(out, task, NULL, nworld, episode_steps, seed, err, errlen);
+}
+
+int env_create_params(EnvBatch** out, const char* task, const char* params, int nworld, int episode_steps,
+                      uint64_t seed, char* err, size_t errlen) {
   *out = NULL;
   const EnvTask* tk = env_find_task(task);
   if (!tk) {
@@ -44,6 +97,8 @@ int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, 
     snprintf(err, errlen, "env: nworld must be >= 1");
     return -1;
   }
+  double tparam[SIM_TASK_PARAMS];
+  if (parse_task_params(tk, params, tparam, err, errlen)) return -1;
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   opt.disable_add = tk->info.disable_add;
@@ -59,6 +114,7 @@ int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, 
     sim_free_mjmodel(mj);
     return -1;
   }
+  memcpy(m->task_param, tparam, sizeof(tparam));
   SimData* d = NULL;
   if (sim_data_create(m, nworld, &d)) {
     snprintf(err, errlen, "task %s: cannot allocate %d worlds", task, nworld);

@@ -60,6 +60,11 @@ typedef struct EnvTaskInfo {
   int needs_kinematics;   // reward/observe read xpos/xmat: run kinematics after the step
   const char* const* obs_names;  // (obs_dim) observation element names (for exports and logs)
   const char* const* act_names;  // (act_dim)
+  // task constants settable per run (config key env.params, "name=value, ..."), stored in SimModel.task_param
+  // in this order; tasks read them as m->task_param[i]
+  int nparam;                        // <= SIM_TASK_PARAMS
+  const char* const* param_names;    // (nparam)
+  const double* param_defaults;      // (nparam)
 } EnvTaskInfo;
 
 // host-side table of one task (per-world calls)
@@ -201,6 +206,10 @@ typedef struct EnvBatch {
 // Loads the task's model (applying its disable flags) and makes nworld worlds, all reset with the seed.
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps /* 0: task default */, uint64_t seed,
                char* err, size_t errlen);
+// The same with task constants: params = "name=value, name=value" over the task's defaults (NULL or "": all
+// defaults); an unknown name or a bad number is an error naming it ("env.params: ...").
+int env_create_params(EnvBatch** out, const char* task, const char* params, int nworld, int episode_steps,
+                      uint64_t seed, char* err, size_t errlen);
 void env_destroy(EnvBatch* e);
 // Re-creates the engine data with reverse-mode gradients (sim_adjoint_enable(ntape physics substeps per world)),
 // keeping every world's state (qpos, qvel, ctrl, warm start, applied forces, time, counters). 0 or -1.

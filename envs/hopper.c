@@ -15,24 +15,27 @@
 // Reward, after the step, at the post-step state: Gym Hopper-v4's forward velocity and control cost, and an
 // alive bonus that is a smooth function of the healthy state (NVlabs/DiffRL's hopper shaping) instead of
 // Gym's constant 1, so that a gradient-based learner sees the termination boundary coming:
-//   r = qvel[rootx] + alive(h, rooty) - HOPPER_CTRL_COST * |ctrl|^2,   HOPPER_CTRL_COST = 1e-3
+//   r = qvel[rootx] + alive(h, rooty) - ctrl_cost * |ctrl|^2,   ctrl_cost = 1e-3
 //   alive = height + upright:
-//     height:  e = clip(h - (HOPPER_MIN_Z + HOPPER_HEIGHT_TOL), -1, HOPPER_HEIGHT_MAX), then e if e >= 0 else
+//     height:  e = clip(h - (min_height + HOPPER_HEIGHT_TOL), -1, HOPPER_HEIGHT_MAX), then e if e >= 0 else
 //              -HOPPER_HEIGHT_PENALTY e^2   (tol 0.15, max 0.3, penalty 200: +0.19 standing at h ~ 0.94, 0 at
 //              h = 0.75, -4.5 at the termination height 0.6)
-//     upright: 1 - (rooty / HOPPER_MAX_ANGLE)^2   (1 upright, 0 at the termination angle)
+//     upright: 1 - (rooty / max_angle)^2   (1 upright, 0 at the termination angle)
 //   so standing still earns ~1.2 per step and hopping forward at v earns ~1.2 + v. qvel[rootx] is the torso
 //   body's forward velocity (m/s) at the end of the control step (Gym uses the step's mean, (x' - x) / dt,
 //   which a post-step reward cannot see). Paid on every step, the terminating one included. Smooth in
 //   (qpos, qvel, ctrl) except at the clip's ends.
 // Termination (Gym's healthy checks, the height threshold scaled to this model): the episode ends when
-//   h <= HOPPER_MIN_Z = 0.6, or |rooty| >= HOPPER_MAX_ANGLE = 0.2 rad, or any |qpos[2:]| or |qvel| >= 100
+//   h <= min_height = 0.6, or |rooty| >= max_angle = 0.2 rad, or any |qpos[2:]| or |qvel| >= 100
 //   (HOPPER_MAX_STATE). Gym's 0.7 for its 1.25 m torso puts the hip at ~50% of its standing height; 0.6 does
 //   the same here (hip 0.25 m below the torso origin, extended leg 0.69 m) and is dm_control's stand height.
 // Reset (after the engine's reset to qpos0): every joint at qpos0 clamped into [lo + c, hi - c] of its range
 //   where limited (qpos0 = 0 lies below the knee's 5 deg limit: the knee starts at 5 deg + c), plus
 //   U(-c, c) with c = HOPPER_RESET_NOISE = 5e-3 (Gym's reset_noise_scale); qvel = U(-c, c). rootx gets no noise
 //   (nothing depends on it), so qpos[rootx] / time is exactly the mean forward speed since the reset.
+// The constants named in lower case are run-time task parameters (config env.params, HP_* below) whose
+// defaults are the values given here; the others also weight the forward term, cap it, weight the alive bonus
+// and its uprightness term, or push the torso forward at reset.
 // Episode statistics (ENV_TASK_HOST_STATS, at an episode's final state): forward_distance = qpos[rootx] (m),
 //   forward_speed = qpos[rootx] / time (m/s, the displacement over the simulated time since the reset).
 //
@@ -45,12 +48,24 @@
 #define HOPPER_VEL_SCALE 10.0    // observed velocities: V tanh(qvel / V)
 #define HOPPER_HEIGHT_TOL 0.15   // alive: the height term is 0 this far above the termination height
 #define HOPPER_HEIGHT_MAX 0.3    // alive: height term's cap
-#define HOPPER_HEIGHT_PENALTY 200.0  // alive: quadratic penalty below HOPPER_MIN_Z + HOPPER_HEIGHT_TOL
-#define HOPPER_CTRL_COST 1e-3    // control cost weight on |ctrl|^2
-#define HOPPER_MIN_Z 0.6         // healthy: torso height h > 0.6 m
-#define HOPPER_MAX_ANGLE 0.2     // healthy: |torso pitch| < 0.2 rad
+#define HOPPER_HEIGHT_PENALTY 200.0  // alive: quadratic penalty below min_height + HOPPER_HEIGHT_TOL
 #define HOPPER_MAX_STATE 100.0   // healthy: |qpos[2:]|, |qvel| < 100
 #define HOPPER_RESET_NOISE 5e-3  // reset noise half-width on qpos (rootx excluded) and qvel
+
+// Run-time constants (config env.params, "name=value, ..."; SimModel.task_param in this order). Defaults are
+// Gym Hopper's: the committed task. The others exist to study the reward (configs/README.md, "Hopper").
+enum {
+  HP_FORWARD_WEIGHT,  // weight of qvel[rootx] in the reward (1)
+  HP_SPEED_CAP,       // > 0: the forward term is weight * min(qvel[rootx], cap) (0: no cap)
+  HP_ALIVE_WEIGHT,    // weight of the whole alive bonus (1)
+  HP_UPRIGHT_WEIGHT,  // weight of the uprightness term inside the alive bonus (1)
+  HP_MAX_ANGLE,       // healthy: |torso pitch| < max_angle (0.2 rad, Gym's)
+  HP_MIN_HEIGHT,      // healthy: torso height h > min_height (0.6 m)
+  HP_CTRL_COST,       // control cost weight on |ctrl|^2 (1e-3, Gym's)
+  HP_RESET_PUSH,      // > 0: reset adds U(0, push) m/s to qvel[rootx] (0: none, no extra draw)
+  HP_NPARAM
+};
+#define HP(m, i) ((m)->task_param[i])
 
 #ifdef SIM_DOUBLE  // tanh in the engine's precision (sim_port.h has no wrapper for it)
 #define hopper_tanh tanh
@@ -73,6 +88,7 @@ SIM_FN void hopper_reset(const SimModel* m, SimWorld* d, uint64_t* rng, int lane
       d->qpos[a] = (sim_real)q;
     }
     for (int i = 0; i < m->nv; i++) d->qvel[i] = (sim_real)(c * (2 * env_rng_uniform(rng) - 1));
+    if (HP(m, HP_RESET_PUSH) > 0) d->qvel[0] += (sim_real)(HP(m, HP_RESET_PUSH) * env_rng_uniform(rng));
     for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0;
   }
   SIM_SYNC();
@@ -88,27 +104,40 @@ SIM_FN void hopper_act(const SimModel* m, SimWorld* d, const sim_real* act, int 
 }
 
 // alive bonus (header) and its derivatives with respect to rootz and rooty
-SIM_FN sim_real hopper_alive(const SimWorld* d, sim_real* d_rootz, sim_real* d_rooty) {
-  sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - (sim_real)(HOPPER_MIN_Z + HOPPER_HEIGHT_TOL), de = 1;
+SIM_FN sim_real hopper_alive(const SimModel* m, const SimWorld* d, sim_real* d_rootz, sim_real* d_rooty) {
+  const sim_real wa = (sim_real)HP(m, HP_ALIVE_WEIGHT), wu = (sim_real)HP(m, HP_UPRIGHT_WEIGHT);
+  const sim_real amax = (sim_real)HP(m, HP_MAX_ANGLE);
+  sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - (sim_real)(HP(m, HP_MIN_HEIGHT) + HOPPER_HEIGHT_TOL), de = 1;
   if (e < -1) e = -1, de = 0;
   if (e > (sim_real)HOPPER_HEIGHT_MAX) e = (sim_real)HOPPER_HEIGHT_MAX, de = 0;
   sim_real height = e, dheight = de;
   if (e < 0) height = -(sim_real)HOPPER_HEIGHT_PENALTY * e * e, dheight = -2 * (sim_real)HOPPER_HEIGHT_PENALTY * e * de;
-  sim_real a = d->qpos[2] / (sim_real)HOPPER_MAX_ANGLE;
-  if (d_rootz) *d_rootz = dheight;
-  if (d_rooty) *d_rooty = -2 * a / (sim_real)HOPPER_MAX_ANGLE;
-  return height + 1 - a * a;
+  sim_real a = d->qpos[2] / amax;
+  if (d_rootz) *d_rootz = wa * dheight;
+  if (d_rooty) *d_rooty = wa * wu * (-2 * a / amax);
+  return wa * (height + wu * (1 - a * a));
+}
+
+// forward term and its derivative with respect to qvel[rootx]
+SIM_FN sim_real hopper_forward(const SimModel* m, const SimWorld* d, sim_real* d_vx) {
+  sim_real w = (sim_real)HP(m, HP_FORWARD_WEIGHT), v = d->qvel[0], cap = (sim_real)HP(m, HP_SPEED_CAP);
+  if (cap > 0 && v > cap) {
+    if (d_vx) *d_vx = 0;
+    return w * cap;
+  }
+  if (d_vx) *d_vx = w;
+  return w * v;
 }
 
 SIM_FN sim_real hopper_reward(const SimModel* m, const SimWorld* d, const sim_real* act) {
   sim_real u2 = 0;
   for (int i = 0; i < m->nu; i++) u2 += d->ctrl[i] * d->ctrl[i];
-  return d->qvel[0] + hopper_alive(d, 0, 0) - (sim_real)HOPPER_CTRL_COST * u2;
+  return hopper_forward(m, d, 0) + hopper_alive(m, d, 0, 0) - (sim_real)HP(m, HP_CTRL_COST) * u2;
 }
 
 SIM_FN int hopper_terminated(const SimModel* m, const SimWorld* d) {
   sim_real h = (sim_real)HOPPER_Z0 + d->qpos[1], th = d->qpos[2];
-  if (!(h > (sim_real)HOPPER_MIN_Z) || !(sim_fabs(th) < (sim_real)HOPPER_MAX_ANGLE)) return 1;
+  if (!(h > (sim_real)HP(m, HP_MIN_HEIGHT)) || !(sim_fabs(th) < (sim_real)HP(m, HP_MAX_ANGLE))) return 1;
   for (int i = 2; i < m->nq; i++)
     if (!(sim_fabs(d->qpos[i]) < (sim_real)HOPPER_MAX_STATE)) return 1;
   for (int i = 0; i < m->nv; i++)
@@ -136,12 +165,13 @@ SIM_FN void hopper_observe_vjp(const SimModel* m, const SimWorld* d, const sim_r
 
 SIM_FN void hopper_reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, sim_real dr,
                               sim_real* dqpos, sim_real* dqvel, sim_real* dctrl) {
-  sim_real gz, gy;
-  hopper_alive(d, &gz, &gy);
-  dqvel[0] += dr;
+  sim_real gz, gy, gx;
+  hopper_alive(m, d, &gz, &gy);
+  hopper_forward(m, d, &gx);
+  dqvel[0] += dr * gx;
   dqpos[1] += dr * gz;
   dqpos[2] += dr * gy;
-  for (int i = 0; i < m->nu; i++) dctrl[i] += dr * (-2 * (sim_real)HOPPER_CTRL_COST) * d->ctrl[i];
+  for (int i = 0; i < m->nu; i++) dctrl[i] += dr * (-2 * (sim_real)HP(m, HP_CTRL_COST)) * d->ctrl[i];
 }
 
 SIM_FN void hopper_act_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, const sim_real* dctrl,
@@ -162,6 +192,11 @@ static const char* const hopper_obs_names[13] = {
     "rootz_vel", "rooty_vel", "waist_vel", "hip_vel",  "knee_vel",  "ankle_vel"};
 static const char* const hopper_act_names[4] = {"waist", "hip", "knee", "ankle"};
 static const char* const hopper_stat_names[2] = {"forward_distance", "forward_speed"};
+static const char* const hopper_param_names[HP_NPARAM] = {"forward_weight", "speed_cap",  "alive_weight",
+                                                          "upright_weight", "max_angle",  "min_height",
+                                                          "ctrl_cost",      "reset_push"};
+static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0};
 ENV_TASK_HOST_STATS(hopper, 2, hopper_stat_names,
-                    {"hopper", "hopper/hopper.xml", 0, 13, 4, 1000, 4, 0, hopper_obs_names, hopper_act_names})
+                    {"hopper", "hopper/hopper.xml", 0, 13, 4, 1000, 4, 0, hopper_obs_names, hopper_act_names,
+                     HP_NPARAM, hopper_param_names, hopper_param_defaults})
 #endif

@@ -11,12 +11,21 @@
 
 #include "tests/test.h"
 
+// the task parameters (envs/hopper.c HP_*): forward weight, speed cap, alive weight, upright weight, max angle,
+// min height, control cost, reset push
+static double P[8];
+
 // the alive bonus as envs/hopper.c documents it (DiffRL's shaping): height margin term + uprightness term
 static double alive_ref(double rootz, double rooty) {
-  double e = 1 + rootz - 0.75;
+  double e = 1 + rootz - (P[5] + 0.15);
   e = e < -1 ? -1 : (e > 0.3 ? 0.3 : e);
-  double a = rooty / 0.2;
-  return (e >= 0 ? e : -200 * e * e) + 1 - a * a;
+  double a = rooty / P[4];
+  return P[2] * ((e >= 0 ? e : -200 * e * e) + P[3] * (1 - a * a));
+}
+static double forward_ref(double vx) { return P[0] * (P[1] > 0 && vx > P[1] ? P[1] : vx); }
+
+static void set_params(SimModel* m, const double* p) {
+  for (int i = 0; i < 8; i++) P[i] = m->task_param[i] = p[i];
 }
 
 static double urand(uint64_t* s, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(s); }
@@ -46,10 +55,14 @@ int main(void) {
   TEST_CHECK(info->obs_dim == 13 && info->act_dim == 4 && info->frame_skip == 4 && info->episode_steps == 1000,
              "task info");
 
+  TEST_CHECK(info->nparam == 8 && !strcmp(info->param_names[4], "max_angle"), "task parameters");
+  // the VJPs at the defaults (the committed task) and at a second parameter set (every term re-weighted)
+  static const double other[8] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0};
   uint64_t rng = 2024;
   double worst = 0;
   int checked = 0;
-  for (int k = 0; k < 300; k++) {
+  for (int k = 0; k < 400; k++) {
+    set_params(m, k < 300 ? info->param_defaults : other);
     for (int i = 0; i < 7; i++) d.qpos[i] = urand(&rng, -1, 1);
     double vs = k % 3 == 0 ? 30 : 3;  // a third of the states with fast joints (tanh's bend)
     for (int i = 0; i < 7; i++) d.qvel[i] = urand(&rng, -vs, vs);
@@ -67,7 +80,7 @@ int main(void) {
     double u2 = 0;
     for (int i = 0; i < 4; i++) u2 += d.ctrl[i] * d.ctrl[i];
     double r = hopper_reward(m, &d, a);
-    TEST_CHECK(fabs(r - (d.qvel[0] + alive_ref(d.qpos[1], d.qpos[2]) - 1e-3 * u2)) < 1e-12, "reward %g", r);
+    TEST_CHECK(fabs(r - (forward_ref(d.qvel[0]) + alive_ref(d.qpos[1], d.qpos[2]) - P[6] * u2)) < 1e-12, "reward %g", r);
     // VJPs vs central differences of g . obs + dr * reward over qpos, qvel and the action
     double g[13], dr = urand(&rng, -2, 2);
     for (int i = 0; i < 13; i++) g[i] = urand(&rng, -1, 1);
@@ -82,6 +95,7 @@ int main(void) {
     for (int i = 0; i < 4; i++) vars[14 + i] = &a[i], an[14 + i] = da[i];
     for (int j = 0; j < 18; j++) {
       if (j >= 14 && fabs(fabs(a[j - 14]) - 1) < 1e-5) continue;  // the clip's kink
+      if (j == 7 && P[1] > 0 && fabs(d.qvel[0] - P[1]) < 1e-5) continue;  // the speed cap's kink
       double h = 1e-6, f[2];
       for (int s = 0; s < 2; s++) {
         double keep = *vars[j];
@@ -105,6 +119,7 @@ int main(void) {
   }
 
   // termination: healthy upright pose, then each threshold crossed
+  set_params(m, info->param_defaults);
   memset(d.qpos, 0, 7 * sizeof(double)), memset(d.qvel, 0, 7 * sizeof(double));
   d.qpos[1] = -0.06;
   TEST_CHECK(!hopper_terminated(m, &d), "standing is healthy");
@@ -144,6 +159,28 @@ int main(void) {
   }
   TEST_CHECK(lo_seen < -4e-3 && hi_seen > 4e-3, "reset noise spans U(-c, c): [%g, %g]", lo_seen, hi_seen);
   TEST_CHECK(fabs(d.qpos[5] - (5 * SIM_PI / 180 + 5e-3)) <= 5e-3 + 1e-12, "knee starts at 5 deg + c: %g", d.qpos[5]);
+  // a forward push at reset: qvel[rootx] in [-c, push + c], the same draws otherwise
+  {
+    double p[8];
+    memcpy(p, info->param_defaults, sizeof(p));
+    p[7] = 2.0;
+    set_params(m, p);
+    double vmin = 1e9, vmax = -1e9;
+    for (int k = 0; k < 200; k++) {
+      sim_reset(m, dd, 0, -1);
+      hopper_reset(m, &d, &rng, 0, 1);
+      vmin = fmin(vmin, d.qvel[0]), vmax = fmax(vmax, d.qvel[0]);
+    }
+    TEST_CHECK(vmin >= -5e-3 && vmin < 0.1 && vmax <= 2 + 5e-3 && vmax > 1.9, "reset push range [%g, %g]", vmin, vmax);
+    // at the second set's max_angle 0.6 a pitch of 0.5 is healthy, 0.61 is not
+    set_params(m, other);
+    memset(d.qpos, 0, 7 * sizeof(double)), memset(d.qvel, 0, 7 * sizeof(double));
+    d.qpos[2] = 0.5;
+    TEST_CHECK(!hopper_terminated(m, &d), "max_angle 0.6: pitch 0.5 healthy");
+    d.qpos[2] = 0.61;
+    TEST_CHECK(hopper_terminated(m, &d), "max_angle 0.6: pitch 0.61 terminates");
+    set_params(m, info->param_defaults);
+  }
   // episode statistics
   d.qpos[0] = 3, d.time[0] = 2;
   double st[2];
