@@ -7,16 +7,13 @@
 //            one strided-batched GEMM into a workspace and summed in slice order (deterministic split-K).
 // Hidden layer post-processing (act, LayerNorm) is one warp-per-row kernel; its backward is one kernel that
 // also forms per-block column partials of the bias, gamma and beta gradients, summed in block order.
-#include <cublasLt.h>
-#include <cuda_runtime.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/nn_cuda.h"
+#include "nn/nn_cuda_internal.h"
 
-#define NN_MAX_LAYERS (NN_MAX_HIDDEN + 1)
-#define NN_MAX_PLANS 8
 #define NN_PART_BLOCKS 264     // column-sum partial blocks for width >= 512 (2 per SM on an H100/H200)
 
 // blocks of the backward row kernels (fixed for a given B: deterministic)
@@ -24,18 +21,7 @@ static int part_blocks(int h) {
   (void)h;
   return NN_PART_BLOCKS;
 }
-#define NN_LT_WORKSPACE (32u << 20)
 #define NN_MAX_SPLIT 64
-
-#define CK(x)                                    \
-  do {                                           \
-    if ((x) != cudaSuccess) return NN_ECUDA;     \
-  } while (0)
-#define CKB(x)                                          \
-  do {                                                  \
-    if ((x) != CUBLAS_STATUS_SUCCESS) return NN_ECUBLAS; \
-  } while (0)
-#define CKL() CK(cudaGetLastError())
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
@@ -395,19 +381,6 @@ __global__ void k_thin_wgrad(const float* __restrict__ dz, const float* __restri
   }
 }
 
-// Gradient finalization, one launch per backward: every job sums `count` partial slices laid out
-// (count, nq, n) in slice order into grads[dst[q] + j] (weight-gradient batch slices: nq = 1, n = in*out;
-// column partials of the bias/gamma/beta gradients: nq = 1 or 3, n = width).
-typedef struct {
-  const float* src;
-  int count, nq, n;
-  long long dst[3];
-} NnFinJob;
-#define NN_MAX_FIN_JOBS (2 * NN_MAX_LAYERS)
-typedef struct {
-  NnFinJob j[NN_MAX_FIN_JOBS];
-} NnFinJobs;
-
 __global__ void k_finalize(const NnFinJobs jobs, float* __restrict__ grads) {
   const NnFinJob* J = &jobs.j[blockIdx.y];
   long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -446,54 +419,6 @@ static unsigned nblocks(long long n, int t) { return (unsigned)((n + t - 1) / t)
 // ---------------------------------------------------------------------------------------------------------
 // cuBLASLt plans
 // ---------------------------------------------------------------------------------------------------------
-typedef struct {
-  cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatmulAlgo_t algo;
-  size_t ws;
-} NnGemm;
-
-typedef struct {
-  int batch;             // 0: free slot
-  int split[NN_MAX_LAYERS];  // wgrad batch slices
-  NnGemm fwd[NN_MAX_LAYERS], dgrad[NN_MAX_LAYERS], wgrad[NN_MAX_LAYERS];
-} NnPlan;
-
-struct NnCudaMlp {
-  NnConfig cfg;
-  int n_layers, max_batch, tf32, splitk, batch, next_slot;
-  int thin;  // NN_CUDA_THIN: the output layer uses the k_thin_* kernels (batches <= NN_THIN_MAX_BATCH)
-  int vec;   // float4 row kernels for widths that are multiples of 128
-  int64_t n_params;
-  NnLayerOffsets lay[NN_MAX_LAYERS];
-  float ln_eps, out_scale;
-  cudaStream_t stream;
-  cublasLtHandle_t lt;
-  NnPlan plans[NN_MAX_PLANS];
-  void* block;                   // the single device allocation
-  float* params;                 // (n_params)
-  float* grads;                  // (n_params)
-  float* z[NN_MAX_LAYERS];       // pre-activations (B, out_l)
-  float* y[NN_MAX_HIDDEN];       // hidden outputs (B, out_l)
-  float* mean[NN_MAX_HIDDEN];    // (B)
-  float* rstd[NN_MAX_HIDDEN];    // (B)
-  float* g0;                     // gradient ping-pong (B, max hidden or out)
-  float* g1;
-  float* part[NN_MAX_LAYERS];    // column partials (part_blocks(out_l), 3 or 1, out_l)
-  float* split_ws[NN_MAX_LAYERS];  // weight-gradient batch slices (S_max_l, in_l * out_l)
-  size_t split_ws_elems[NN_MAX_LAYERS];
-  NnFinJobs fin;                 // finalization jobs of the backward in progress
-  int n_fin;
-  void* lt_ws;                   // cuBLASLt workspace (main stream)
-  void* lt_ws2;                  // cuBLASLt workspace of the weight-gradient stream
-  // Backward runs the weight-gradient GEMMs on a second stream s2, forked and joined with events (capturable),
-  // so that they overlap the data-gradient chain; each reads only buffers the main stream leaves alone until
-  // the matching ev_w event.
-  cudaStream_t s2;
-  cudaEvent_t ev_dz[NN_MAX_LAYERS], ev_w[NN_MAX_LAYERS];
-  const float* x;                // input of the last forward
-};
-
 static void gemm_free(NnGemm* g) {
   if (g->desc) cublasLtMatmulDescDestroy(g->desc);
   if (g->la) cublasLtMatrixLayoutDestroy(g->la);
@@ -513,13 +438,38 @@ static int layout(cublasLtMatrixLayout_t* l, int rows, int cols, int ld, int cou
   return NN_OK;
 }
 
-// D (m, n) = op(A) op(B); A stored (ta ? k x m : m x k) etc.; count > 1: strided batched.
-static int gemm_plan(NnCudaMlp* M, NnGemm* g, int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc,
-                     int count, long long sa, long long sb, long long sc, cublasLtEpilogue_t epi) {
+// split-K only with reductions through a workspace in a separate, ordered step (fixed summation order)
+uint32_t nn_gemm_reduction_mask(int splitk) {
+  return splitk ? (uint32_t)(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)
+                : (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
+}
+
+int nn_gemm_pref(cublasLtMatmulPreference_t* pref, uint32_t red) {
+  CKB(cublasLtMatmulPreferenceCreate(pref));
+  uint64_t wsz = NN_LT_WORKSPACE;
+  uint32_t al = 16;
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz));
+  if (!s) s = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof(red));
+  if (!s) s = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof(al));
+  if (!s) s = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof(al));
+  if (!s) s = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof(al));
+  if (!s) s = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof(al));
+  if (s) {
+    cublasLtMatmulPreferenceDestroy(*pref);
+    return NN_ECUBLAS;
+  }
+  return NN_OK;
+}
+
+// Descriptors and the heuristic's first algorithm for shape s; under NN_CUDA_TUNE with tuning buffers (tA != NULL)
+// the algorithm then comes from nn_tune_gemm (tune table or timed candidates).
+static int gemm_plan(NnCudaMlp* M, NnGemm* g, const NnGemmShape* sh, const float* tA, const float* tB, float* tC,
+                     const float* tbias) {
   memset(g, 0, sizeof(*g));
   cublasComputeType_t ct = M->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   CKB(cublasLtMatmulDescCreate(&g->desc, ct, CUDA_R_32F));
-  cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t oa = sh->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = sh->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t epi = sh->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   CKB(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof(oa)));
   CKB(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof(ob)));
   CKB(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
@@ -527,41 +477,29 @@ static int gemm_plan(NnCudaMlp* M, NnGemm* g, int ta, int tb, int m, int n, int 
     cudaDataType_t bt = CUDA_R_32F;
     CKB(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
   }
-  int r = layout(&g->la, ta ? k : m, ta ? m : k, lda, count, sa);
-  if (!r) r = layout(&g->lb, tb ? n : k, tb ? k : n, ldb, count, sb);
-  if (!r) r = layout(&g->lc, m, n, ldc, count, sc);
+  const int m = sh->m, n = sh->n, k = sh->k;
+  int r = layout(&g->la, sh->ta ? k : m, sh->ta ? m : k, sh->lda, sh->count, sh->sa);
+  if (!r) r = layout(&g->lb, sh->tb ? n : k, sh->tb ? k : n, sh->ldb, sh->count, sh->sb);
+  if (!r) r = layout(&g->lc, m, n, sh->ldc, sh->count, sh->sc);
   if (r) return r;
   cublasLtMatmulPreference_t pref;
-  CKB(cublasLtMatmulPreferenceCreate(&pref));
-  uint64_t wsz = NN_LT_WORKSPACE;
-  // split-K only with reductions through a workspace in a separate, ordered step (fixed summation order)
-  uint32_t red = M->splitk ? (uint32_t)(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)
-                           : (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
-  uint32_t al = 16;
-  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof(wsz));
-  if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof(red));
-  if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof(al));
-  if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof(al));
-  if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof(al));
-  if (!s) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof(al));
+  if ((r = nn_gemm_pref(&pref, nn_gemm_reduction_mask(M->splitk)))) return r;
   cublasLtMatmulHeuristicResult_t res;
   int found = 0;
-  if (!s) s = cublasLtMatmulAlgoGetHeuristic(M->lt, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found);
+  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(M->lt, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found < 1) return NN_ECUBLAS;
   g->algo = res.algo, g->ws = res.workspaceSize;
+  if (M->tune && tA) return nn_tune_gemm(M, g, sh, tA, tB, tC, tbias);
   return NN_OK;
 }
 
-static int gemm_run2(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias,
-                     cudaStream_t st, void* ws);
-
 static int gemm_run(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias) {
-  return gemm_run2(M, g, A, B, C, bias, M->stream, M->lt_ws);
+  return nn_gemm_run(M, g, A, B, C, bias, M->stream, M->lt_ws);
 }
 
-static int gemm_run2(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias,
-                     cudaStream_t st, void* ws) {
+int nn_gemm_run(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* C, const float* bias, cudaStream_t st,
+                void* ws) {
   const float one = 1.f, zero = 0.f;
   if (bias) CKB(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   CKB(cublasLtMatmul(M->lt, g->desc, &one, A, g->la, B, g->lb, &zero, C, g->lc, C, g->lc, &g->algo, ws, g->ws,
@@ -588,15 +526,25 @@ static int plan_get(NnCudaMlp* M, int B, NnPlan** out) {
   M->next_slot = (M->next_slot + 1) % NN_MAX_PLANS;
   plan_free(M, p);
   int r = NN_OK;
+  // NN_CUDA_TUNE times candidates on scratch buffers only (g1 as every input, g0 and split_ws as outputs; W and
+  // bias from the parameters), so that planning never overwrites activations or gradients
+  if (M->tune && !(r = nn_tune_env_init())) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(M->stream, &cs) != cudaSuccess) cudaGetLastError(), cs = cudaStreamCaptureStatusActive;
+    if (cs == cudaStreamCaptureStatusNone) r = nn_tune_fill(M->g1, (long long)B * M->g_width, M->stream);
+  }
   for (int l = 0; l < M->n_layers && !r; l++) {
     int in = M->lay[l].in, o = M->lay[l].out, S = split_for(in, o, B), c = B / S;
+    const float* W = M->params + M->lay[l].w;
     p->split[l] = S;
-    r = gemm_plan(M, &p->fwd[l], 1, 0, o, B, in, in, in, o, 1, 0, 0, 0, CUBLASLT_EPILOGUE_BIAS);
-    if (!r) r = gemm_plan(M, &p->dgrad[l], 0, 0, in, B, o, in, o, in, 1, 0, 0, 0, CUBLASLT_EPILOGUE_DEFAULT);
-    if (!r)
-      r = gemm_plan(M, &p->wgrad[l], 0, 1, in, o, c, in, o, in, S, (long long)c * in, (long long)c * o,
-                    (long long)in * o, CUBLASLT_EPILOGUE_DEFAULT);
+    NnGemmShape fw = {1, 0, o, B, in, in, in, o, 1, 0, 0, 0, 1};
+    NnGemmShape dg = {0, 0, in, B, o, in, o, in, 1, 0, 0, 0, 0};
+    NnGemmShape wg = {0, 1, in, o, c, in, o, in, S, (long long)c * in, (long long)c * o, (long long)in * o, 0};
+    r = gemm_plan(M, &p->fwd[l], &fw, W, M->g1, M->g0, M->params + M->lay[l].b);
+    if (!r) r = gemm_plan(M, &p->dgrad[l], &dg, W, M->g1, M->g0, NULL);
+    if (!r) r = gemm_plan(M, &p->wgrad[l], &wg, M->g1, M->g1, M->split_ws[l], NULL);
   }
+  if (!r && M->tune) r = nn_tune_flush();
   if (r) {
     plan_free(M, p);
     return r;
@@ -619,6 +567,7 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   M->cfg = *cfg;
   M->n_layers = cfg->n_hidden + 1;
   M->max_batch = max_batch, M->tf32 = (flags & NN_CUDA_TF32) ? 1 : 0, M->splitk = (flags & NN_CUDA_NO_SPLITK) ? 0 : 1;
+  M->tune = (flags & NN_CUDA_TUNE) ? 1 : 0;
   M->n_params = nn_param_count(cfg);
   M->ln_eps = (float)(cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5);
   M->out_scale = (float)(cfg->out_scale != 0 ? cfg->out_scale : 1.0);
@@ -629,6 +578,19 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
     maxw = M->lay[l].out > maxw ? M->lay[l].out : maxw;
     if (l > 0) maxw = M->lay[l].in > maxw ? M->lay[l].in : maxw;
   }
+  if (M->tune) {  // tuning uses g0/g1 for every GEMM operand of a batch, the input layer's included
+    maxw = cfg->in_dim > maxw ? cfg->in_dim : maxw;
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+      cudaGetLastError();
+      free(M);
+      return NN_ECUDA;
+    }
+    snprintf(M->gpu, sizeof M->gpu, "%s", prop.name);
+    M->sms = prop.multiProcessorCount;
+  }
+  M->g_width = maxw;
   for (int l = 0; l < M->n_layers; l++) {
     size_t S = (size_t)split_for(M->lay[l].in, M->lay[l].out, 1 << 30);
     if (l == M->n_layers - 1 && (flags & NN_CUDA_THIN) && thin_ok(M->lay[l].in, M->lay[l].out) && S < NN_THIN_BLOCKS)
@@ -906,7 +868,7 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
       S = Pb;
     } else {
       float* wdst = S > 1 ? M->split_ws[l] : M->grads + o->w;
-      if ((r = gemm_run2(M, &p->wgrad[l], xin, dz, wdst, NULL, M->s2, M->lt_ws2))) return r;
+      if ((r = nn_gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL, M->s2, M->lt_ws2))) return r;
     }
     CK(cudaEventRecord(M->ev_w[l], M->s2));
     last_w = l;
@@ -943,6 +905,43 @@ extern "C" int nn_cuda_mlp_backward(NnCudaMlp* M, const float* dy, float* dx) {
   }
   k_finalize<<<dim3(nblocks(most, 256), (unsigned)M->n_fin), 256, 0, M->stream>>>(M->fin, M->grads);
   CKL();
+  return NN_OK;
+}
+
+// GEMM-only replay for nn_bench (nn_cuda_internal.h): the cuBLASLt calls of forward_impl and backward (dx NULL)
+// with the same plan, operands and streams, without the row kernels, partials and finalization.
+int nn_cuda_mlp_gemms(NnCudaMlp* M, const float* x, int B, int train, int two_streams) {
+  if (!M || !x || B <= 0 || B > M->max_batch) return NN_EINVAL;
+  NnPlan* p;
+  int r = plan_get(M, B, &p);
+  if (r) return r;
+  const int L = M->n_layers;
+  const float* P = M->params;
+  for (int l = 0; l < L; l++)
+    if ((r = gemm_run(M, &p->fwd[l], P + M->lay[l].w, l ? M->y[l - 1] : x, M->z[l], P + M->lay[l].b))) return r;
+  if (!train) return NN_OK;
+  const float* dz = M->g0;
+  int last_w = -1;
+  for (int l = L - 1; l >= 0; l--) {
+    const NnLayerOffsets* o = &M->lay[l];
+    const float* xin = l == 0 ? x : M->y[l - 1];
+    float* wdst = p->split[l] > 1 ? M->split_ws[l] : M->grads + o->w;
+    if (two_streams) {
+      CK(cudaEventRecord(M->ev_dz[l], M->stream));
+      CK(cudaStreamWaitEvent(M->s2, M->ev_dz[l], 0));
+      if ((r = nn_gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL, M->s2, M->lt_ws2))) return r;
+      CK(cudaEventRecord(M->ev_w[l], M->s2));
+      last_w = l;
+    } else if ((r = gemm_run(M, &p->wgrad[l], xin, dz, wdst, NULL))) {
+      return r;
+    }
+    if (l == 0) break;
+    float* dnext = dz == M->g0 ? M->g1 : M->g0;
+    if (two_streams && l + 1 < L) CK(cudaStreamWaitEvent(M->stream, M->ev_w[l + 1], 0));
+    if ((r = gemm_run(M, &p->dgrad[l], P + o->w, dz, dnext, NULL))) return r;
+    dz = dnext;
+  }
+  if (last_w >= 0) CK(cudaStreamWaitEvent(M->stream, M->ev_w[last_w], 0));
   return NN_OK;
 }
 
@@ -1323,7 +1322,8 @@ static void prof_gemm(NnCudaMlp* M, FILE* f, const char* label, int ta, int tb, 
                       const float* A, const float* Bm, float* C, const float* bias) {
   for (int allow = 0; allow < 2; allow++) {
     NnGemm g;
-    if (gemm_plan(M, &g, ta, tb, m, n, k, lda, ldb, ldc, count, sa, sb, sc, epi)) {
+    NnGemmShape sh = {ta, tb, m, n, k, lda, ldb, ldc, count, sa, sb, sc, epi == CUBLASLT_EPILOGUE_BIAS};
+    if (gemm_plan(M, &g, &sh, NULL, NULL, NULL, NULL)) {
       fprintf(f, "%s: plan failed\n", label);
       return;
     }

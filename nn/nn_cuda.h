@@ -1,7 +1,8 @@
 // nn/ on the GPU: the MLP of nn.h with cuBLASLt GEMMs, plus Adam/AdamW (+EMA) and the observation normalizer,
 // all on device memory, asynchronous on one stream, allocation-free and CUDA-graph capturable after creation
 // (call nn_cuda_mlp_prepare for every batch size before capturing), and bitwise deterministic run to run:
-// cuBLASLt algorithms are chosen once per shape (heuristic's first choice, cached with its descriptors);
+// cuBLASLt algorithms are chosen once per shape (heuristic's first choice, cached with its descriptors, or with
+// NN_CUDA_TUNE the fastest of several candidates, recorded in a tune table that can be saved and reloaded);
 // split-K only with ordered workspace reductions; the weight-gradient GEMMs split the batch into a fixed number
 // of slices summed in a fixed order; column sums (bias, LayerNorm gradients) go through per-block partials
 // summed in a fixed order; no atomics anywhere.
@@ -30,6 +31,23 @@ typedef struct NnCudaMlp NnCudaMlp;
 // (bench/RESULTS.md, ablation), kept for smaller GPUs.
 #define NN_CUDA_NO_VEC 4
 #define NN_CUDA_THIN 8
+// NN_CUDA_TUNE (opt-in): cuBLASLt algorithm per GEMM shape (forward, data- and weight-gradient GEMM of every
+// layer, per batch size) from a process-wide tune table instead of the heuristic's first choice. A shape not in
+// the table is tuned when its batch is planned (create, nn_cuda_mlp_prepare, first forward at a new batch): the
+// heuristic's first 8 candidates with the model's reduction schemes (split-K only with ordered workspace
+// reductions, or none with NN_CUDA_NO_SPLITK) plus, when split-K is allowed, its first 4 without split-K, are
+// timed on the model's own scratch buffers (CUDA events: 2 warm-up launches, then the median of 5 samples of 3
+// launches); the fastest is recorded unless it is within 2% of the heuristic's first choice, which is then kept.
+// Timing happens only while the model's stream is not being captured and the table is not frozen; otherwise a
+// missing shape keeps the heuristic's first choice (exactly the default mode's algorithm) and is not recorded.
+// Every candidate is deterministic run to run (no atomics), so a tuned model is bitwise reproducible as long as
+// the same algorithms are chosen; timings are not, so for identical results across processes save the table
+// after tuning and load (and freeze) it before creating models: a loaded entry is always used, as the same
+// cublasLtMatmulAlgo_t bytes that were timed. Where another algorithm than the heuristic's first is chosen,
+// results differ from the default mode's in the last bits (same accuracy). Without NN_CUDA_TUNE nothing here is
+// consulted and the default mode is unchanged. Tuning a batch size takes ~0.1-3 s per network (H200); the
+// gradient ping-pong buffers are sized for the input width too (timing scratch).
+#define NN_CUDA_TUNE 16
 int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int flags, void* stream);
 void nn_cuda_mlp_destroy(NnCudaMlp* m);
 int64_t nn_cuda_mlp_param_count(const NnCudaMlp* m);
@@ -49,6 +67,26 @@ int nn_cuda_mlp_infer(NnCudaMlp* m, const float* params_dev, const float* x_dev,
 int nn_cuda_mlp_backward(NnCudaMlp* m, const float* dy_dev, float* dx_dev);
 // dy = scale * (y - target), n elements (the gradient of a mean squared error with scale = 2/n).
 int nn_cuda_mse_grad(const float* y_dev, const float* target_dev, int64_t n, float scale, float* dy_dev, void* stream);
+
+// The tune table of NN_CUDA_TUNE (process-wide, thread-safe). Entries are keyed by GEMM shape (m, n, k, leading
+// dimensions, transposes, strided-batch count and strides, bias epilogue), precision (fp32/TF32), split-K
+// permission, GPU name and multiprocessor count, and cuBLASLt version; a file is text, one line per GEMM
+// (format: nn/nn_tune_table.h). load merges a file into the table (same key: the file's entry replaces it); on
+// any error (NN_EIO unreadable, NN_EFORMAT malformed, with "PATH:LINE: what" in err) the table is unchanged.
+// save writes the whole table atomically (PATH.tmp, fsync, rename). A loaded entry that this cuBLASLt rejects
+// (cublasLtMatmulAlgoCheck) makes planning fail with NN_ECUBLAS (message: nn_cuda_tune_last_error).
+// Environment: ADJ_NN_TUNE_FILE=PATH makes the first NN_CUDA_TUNE model of the process load PATH if it exists
+// (a malformed file fails that create with NN_EFORMAT), and every planning that timed new shapes save the table
+// to PATH; run 1 tunes and writes, later runs load the same choices (bitwise-identical results).
+int nn_cuda_tune_load(const char* path, char* err, size_t errlen);
+int nn_cuda_tune_save(const char* path, char* err, size_t errlen);
+void nn_cuda_tune_clear(void);
+int nn_cuda_tune_count(void);  // entries in the table
+int nn_cuda_tune_timed(void);  // shapes timed by this process so far
+// frozen = 1: missing shapes are not timed (heuristic's first choice, not recorded); loaded entries still apply.
+void nn_cuda_tune_freeze(int frozen);
+// Last tuning error inside create/prepare/forward (env file, rejected entry, failed save); "" if none.
+void nn_cuda_tune_last_error(char* buf, size_t len);
 
 typedef struct NnCudaAdam NnCudaAdam;
 // params0_dev (n): initial parameters for the EMA shadow (may be NULL without EMA).
