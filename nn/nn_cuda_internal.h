@@ -112,6 +112,9 @@ int nn_tune_gemm(NnCudaMlp* M, NnGemm* g, const NnGemmShape* s, const float* A, 
 int nn_tune_flush(void);
 // Fills n floats with values in [-1, 1) on stream st (tuning inputs).
 int nn_tune_fill(float* p, long long n, cudaStream_t st);
+// nn_bench: entries, how many are not the heuristic's first candidate, and those entries' summed isolated times
+// (chosen, heuristic's first) where both were recorded.
+extern "C" void nn_tune_summary(int* n, int* changed, double* ms, double* ms0);
 
 // GEMM-only replay (nn_bench): exactly the cuBLASLt calls of forward (train = 0) or of forward + backward without
 // the input gradient (train = 1) at batch B, with the plan's algorithms, none of the other kernels; two_streams:

@@ -324,3 +324,15 @@ int nn_tune_gemm(NnCudaMlp* M, NnGemm* g, const NnGemmShape* s, const float* A, 
   r = entry_algo(M, g, &e, &g->algo, &g->ws, why, sizeof why);
   return r ? set_err(r, what, why) : NN_OK;
 }
+
+extern "C" void nn_tune_summary(int* n, int* changed, double* ms, double* ms0) {
+  pthread_mutex_lock(&g_mu);
+  *n = g_table.n, *changed = 0, *ms = 0, *ms0 = 0;
+  for (int i = 0; i < g_table.n; i++) {
+    const NnTuneEntry* e = &g_table.e[i];
+    if (e->cand <= 0) continue;
+    ++*changed;
+    if (e->ms > 0 && e->ms0 > 0) *ms += e->ms, *ms0 += e->ms0;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
