@@ -357,7 +357,7 @@ int nn_bench_main(int argc, char** argv) {
       }
     }
   }
-  if ((g_extra_flags & NN_CUDA_TUNE) || tune_load) tune_report(js);
+  if (g_extra_flags & NN_CUDA_TUNE) tune_report(js);
   if (tune_out && tune_save(tune_out)) return 1;
   for (int ni = 0; ni < 2; ni++)
     if (nets & (1 << ni))

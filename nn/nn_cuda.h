@@ -73,11 +73,14 @@ int nn_cuda_mse_grad(const float* y_dev, const float* target_dev, int64_t n, flo
 // permission, GPU name and multiprocessor count, and cuBLASLt version; a file is text, one line per GEMM
 // (format: nn/nn_tune_table.h). load merges a file into the table (same key: the file's entry replaces it); on
 // any error (NN_EIO unreadable, NN_EFORMAT malformed, with "PATH:LINE: what" in err) the table is unchanged.
-// save writes the whole table atomically (PATH.tmp, fsync, rename). A loaded entry that this cuBLASLt rejects
-// (cublasLtMatmulAlgoCheck) makes planning fail with NN_ECUBLAS (message: nn_cuda_tune_last_error).
+// save writes the whole table atomically (PATH.tmp, fsync, rename). Planning with an entry whose attributes do not
+// match its algorithm bytes fails with NN_EFORMAT, with one that cublasLtMatmulAlgoCheck refuses with NN_ECUBLAS
+// (message: nn_cuda_tune_last_error); nothing falls back silently.
 // Environment: ADJ_NN_TUNE_FILE=PATH makes the first NN_CUDA_TUNE model of the process load PATH if it exists
-// (a malformed file fails that create with NN_EFORMAT), and every planning that timed new shapes save the table
-// to PATH; run 1 tunes and writes, later runs load the same choices (bitwise-identical results).
+// (a malformed file fails that create, and every later NN_CUDA_TUNE create, with NN_EFORMAT), and every planning
+// that timed new shapes save the table to PATH: run 1 tunes and writes, later runs load the same choices
+// (bitwise-identical results) and time only shapes still missing (none if they plan the same batches).
+// Processes sharing one PATH at the same time each write their own whole table (the last rename wins).
 int nn_cuda_tune_load(const char* path, char* err, size_t errlen);
 int nn_cuda_tune_save(const char* path, char* err, size_t errlen);
 void nn_cuda_tune_clear(void);
