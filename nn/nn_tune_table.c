@@ -88,13 +88,15 @@ int nn_tune_entry_check(const NnTuneEntry* e, char* err, size_t errlen) {
   if (a->id < 0 || a->tile < 0 || a->swizzle < 0 || a->custom < 0 || a->stages < 0 || a->inner < 0 || a->cluster < 0)
     return fail(err, errlen, NN_EFORMAT, "negative algorithm attribute");
   if (a->inner > 65535 || a->cluster > 65535) return fail(err, errlen, NN_EFORMAT, "inner/cluster out of range (16 bit)");
-  if (a->splitk_num < 1) return fail(err, errlen, NN_EFORMAT, "splitk must be >= 1");
+  // cuBLASLt reports SPLITK_NUM = -1 for kernels that do not take a split-K count (seen on the H200 for sm90
+  // kernels, also among heuristic #0's choices in the default mode); such an entry is kept as the library gave it
+  if (a->splitk_num < 1 && a->splitk_num != -1) return fail(err, errlen, NN_EFORMAT, "splitk must be -1 or >= 1");
   if (a->reduction == 1)
     return fail(err, errlen, NN_EFORMAT, "rscheme=1 (in-place split-K with atomics) is not deterministic; refused");
   if (a->reduction != 0 && a->reduction != 2 && a->reduction != 4)
     return fail(err, errlen, NN_EFORMAT, "rscheme must be 0, 2 or 4 (got %d)", a->reduction);
-  if (!k->splitk && (a->splitk_num != 1 || a->reduction != 0))
-    return fail(err, errlen, NN_EFORMAT, "red=none allows only splitk=1 rscheme=0");
+  if (!k->splitk && ((a->splitk_num != 1 && a->splitk_num != -1) || a->reduction != 0))
+    return fail(err, errlen, NN_EFORMAT, "red=none allows only splitk=1 (or -1) rscheme=0");
   if (e->ws < 0 || e->ws > (1ll << 40)) return fail(err, errlen, NN_EFORMAT, "ws out of range");
   if (a->splitk_num > 1 && a->reduction == 0)
     return fail(err, errlen, NN_EFORMAT, "splitk=%d needs a reduction scheme (rscheme 2 or 4)", a->splitk_num);

@@ -105,6 +105,11 @@ int main(void) {
   r = nn_tune_table_parse(&u, merge, "merge", err, sizeof err);
   TEST_CHECK(r == NN_OK && u.n == 2 && nn_tune_table_find(&u, &t.e[0].key)->algo.id == 7, "merge replaces: %s", err);
   nn_tune_table_free(&u);
+  // splitk=-1 is what cuBLASLt reports for kernels without a split-K count (written so by the H200's tuner)
+  snprintf(merge, sizeof merge, HEAD KEY1 " algo=7 tile=1 splitk=-1 rscheme=0 swizzle=0 custom=0 stages=0 inner=0 cluster=0" RAW "\n");
+  r = nn_tune_table_parse(&u, merge, "splitk-1", err, sizeof err);
+  TEST_CHECK(r == NN_OK && u.n == 1 && u.e[0].algo.splitk_num == -1, "splitk=-1 accepted: %d %s", r, err);
+  nn_tune_table_free(&u);
 
   // atomic save + load
   char path[] = "/tmp/nn_tune_parse_XXXXXX";
@@ -163,6 +168,10 @@ int main(void) {
   snprintf(buf, sizeof buf, "%s", HEAD KEY1 ALGO1 "\n");
   memcpy(strstr(buf, "epi=bias"), "epi=relu", 8);
   bad(&t, "bad epilogue", buf, "epi must be bias or none");
+  bad(&t, "splitk 0", HEAD KEY1 " algo=6 tile=18 splitk=0 rscheme=0 swizzle=0 custom=0 stages=0 inner=0 cluster=0" RAW "\n",
+      "splitk must be");
+  bad(&t, "splitk -2", HEAD KEY1 " algo=6 tile=18 splitk=-2 rscheme=0 swizzle=0 custom=0 stages=0 inner=0 cluster=0" RAW "\n",
+      "splitk must be");
   bad(&t, "atomics reduction", HEAD KEY1 " algo=6 tile=18 splitk=4 rscheme=1 swizzle=0 custom=0 stages=0 inner=0 cluster=0" RAW "\n",
       "not deterministic");
   bad(&t, "unknown reduction", HEAD KEY1 " algo=6 tile=18 splitk=4 rscheme=3 swizzle=0 custom=0 stages=0 inner=0 cluster=0" RAW "\n",
