@@ -16,24 +16,11 @@
 
 #include "nn/nn.h"
 #include "nn/nn_cuda.h"
+#include "tests/nn_cuda_train.h"
 #include "tests/test.h"
 
 #define STEPS 3
 
-static double rel(const float* a, const float* b, int64_t n) {
-  double d = 0, r = 0;
-  for (int64_t i = 0; i < n; i++) d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
-  return sqrt(d / (r > 0 ? r : 1e-300));
-}
-
-static float* dalloc(size_t bytes) {
-  void* p = NULL;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) {
-    fprintf(stderr, "cudaMalloc failed\n");
-    exit(1);
-  }
-  return (float*)p;
-}
 
 // (1) forward + backward of a tuned network against the CPU
 static void accuracy(const char* name, NnConfig c, int B, int flags, double tol) {
@@ -88,76 +75,6 @@ static void accuracy(const char* name, NnConfig c, int B, int flags, double tol)
   nn_cuda_mlp_destroy(gm);
 }
 
-// (2) STEPS training steps, eager or one captured step replayed; the final state in out (5 arrays, malloc'ed)
-typedef struct {
-  float *params, *grads, *ema, *y, *dx;
-} Result;
-
-static uint64_t fnv(const void* p, size_t n, uint64_t h) {
-  const unsigned char* c = (const unsigned char*)p;
-  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
-  return h;
-}
-
-static int train(const NnConfig* cfg, int B, int flags, int graph, Result* out) {
-  cudaStream_t s;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return 1;
-  NnCudaMlp* m;
-  NnCudaAdam* a;
-  NnAdamConfig ac = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .max_grad_norm = 0.5, .ema_decay = 0.99};
-  if (nn_cuda_mlp_create(&m, cfg, B, flags, s) || nn_cuda_mlp_init(m, 3)) return 1;
-  int64_t np = nn_cuda_mlp_param_count(m);
-  if (nn_cuda_adam_create(&a, &ac, np, nn_cuda_mlp_params(m), s)) return 1;
-  size_t nx = (size_t)B * cfg->in_dim, ny = (size_t)B * cfg->out_dim;
-  float *x = malloc(4 * nx), *t = malloc(4 * ny);
-  uint64_t r = 17;
-  for (size_t i = 0; i < nx; i++) x[i] = (float)(2 * nn_rng_uniform(&r) - 1);
-  for (size_t i = 0; i < ny; i++) t[i] = (float)(2 * nn_rng_uniform(&r) - 1);
-  float *x_d = dalloc(4 * nx), *dx_d = dalloc(4 * nx), *t_d = dalloc(4 * ny), *y_d = dalloc(4 * ny), *dy_d = dalloc(4 * ny);
-  int err = cudaMemcpyAsync(x_d, x, 4 * nx, cudaMemcpyHostToDevice, s) != cudaSuccess;
-  err |= cudaMemcpyAsync(t_d, t, 4 * ny, cudaMemcpyHostToDevice, s) != cudaSuccess;
-  err |= cudaStreamSynchronize(s) != cudaSuccess;
-  cudaGraph_t g = NULL;
-  cudaGraphExec_t ge = NULL;
-  if (graph) err |= cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess;
-  for (int k = 0; k < (graph ? 1 : STEPS) && !err; k++) {
-    err |= nn_cuda_mlp_forward(m, x_d, B, y_d) != 0;
-    err |= nn_cuda_mse_grad(y_d, t_d, (int64_t)ny, (float)(2.0 / (double)ny), dy_d, s) != 0;
-    err |= nn_cuda_mlp_backward(m, dy_d, dx_d) != 0;
-    err |= nn_cuda_adam_step(a, nn_cuda_mlp_params(m), nn_cuda_mlp_grads(m)) != 0;
-  }
-  if (graph) {
-    err |= cudaStreamEndCapture(s, &g) != cudaSuccess;
-    err |= !g || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess;
-    for (int k = 0; k < STEPS && !err; k++) err |= cudaGraphLaunch(ge, s) != cudaSuccess;
-  }
-  err |= cudaStreamSynchronize(s) != cudaSuccess;
-  out->params = malloc(4 * np), out->grads = malloc(4 * np), out->ema = malloc(4 * np);
-  out->y = malloc(4 * ny), out->dx = malloc(4 * nx);
-  err |= nn_cuda_mlp_get_params(m, out->params) != 0;
-  err |= nn_cuda_mlp_get_grads(m, out->grads) != 0;
-  err |= nn_cuda_adam_download(a, NULL, NULL, out->ema, NULL, NULL) != 0;
-  err |= cudaMemcpy(out->y, y_d, 4 * ny, cudaMemcpyDeviceToHost) != cudaSuccess;
-  err |= cudaMemcpy(out->dx, dx_d, 4 * nx, cudaMemcpyDeviceToHost) != cudaSuccess;
-  if (ge) cudaGraphExecDestroy(ge);
-  if (g) cudaGraphDestroy(g);
-  cudaFree(x_d), cudaFree(dx_d), cudaFree(t_d), cudaFree(y_d), cudaFree(dy_d);
-  free(x), free(t);
-  nn_cuda_adam_destroy(a);
-  nn_cuda_mlp_destroy(m);
-  cudaStreamDestroy(s);
-  return err;
-}
-
-static void same(const char* label, const Result* a, const Result* b, int64_t np, size_t ny, size_t nx) {
-  TEST_CHECK(!memcmp(a->params, b->params, 4 * np), "%s: params differ", label);
-  TEST_CHECK(!memcmp(a->grads, b->grads, 4 * np), "%s: grads differ", label);
-  TEST_CHECK(!memcmp(a->ema, b->ema, 4 * np), "%s: ema differs", label);
-  TEST_CHECK(!memcmp(a->y, b->y, 4 * ny), "%s: outputs differ", label);
-  TEST_CHECK(!memcmp(a->dx, b->dx, 4 * nx), "%s: input grads differ", label);
-}
-
-static void release(Result* r) { free(r->params), free(r->grads), free(r->ema), free(r->y), free(r->dx); }
 
 // (3) forward at a batch first planned inside a capture: tuned model == default model, bit for bit
 static void capture_fallback(const NnConfig* cfg, int B, int flags) {
@@ -238,7 +155,7 @@ int main(int argc, char** argv) {
   size_t ny = (size_t)B * actor.out_dim, nx = (size_t)B * actor.in_dim;
   Result r0[2];
   for (int tf = 0; tf < 2; tf++)
-    TEST_CHECK(train(&actor, B, NN_CUDA_TUNE | (tf ? NN_CUDA_TF32 : 0), 0, &r0[tf]) == 0, "first tuned run");
+    TEST_CHECK(train_steps(&actor, B, NN_CUDA_TUNE | (tf ? NN_CUDA_TF32 : 0), 0, STEPS, &r0[tf]) == 0, "first tuned run");
   int n_entries = nn_cuda_tune_count();
   if (!loaded) {
     TEST_CHECK(nn_cuda_tune_timed() > 0 && n_entries == nn_cuda_tune_timed(), "tuning recorded %d entries, timed %d",
@@ -256,16 +173,14 @@ int main(int argc, char** argv) {
   for (int tf = 0; tf < 2; tf++) {
     int fl = NN_CUDA_TUNE | (tf ? NN_CUDA_TF32 : 0);
     Result r1, r2, r3;
-    TEST_CHECK(train(&actor, B, fl, 0, &r1) == 0, "run 1");
-    TEST_CHECK(train(&actor, B, fl, 0, &r2) == 0, "run 2");
-    TEST_CHECK(train(&actor, B, fl, 1, &r3) == 0, "graph run");
+    TEST_CHECK(train_steps(&actor, B, fl, 0, STEPS, &r1) == 0, "run 1");
+    TEST_CHECK(train_steps(&actor, B, fl, 0, STEPS, &r2) == 0, "run 2");
+    TEST_CHECK(train_steps(&actor, B, fl, 1, STEPS, &r3) == 0, "graph run");
     same(tf ? "tf32: first run vs run 1 with the loaded table" : "fp32: first run vs run 1 with the loaded table", &r0[tf],
          &r1, np, ny, nx);
     same(tf ? "tf32: run 1 vs run 2" : "fp32: run 1 vs run 2", &r1, &r2, np, ny, nx);
     same(tf ? "tf32: eager vs graph" : "fp32: eager vs graph", &r1, &r3, np, ny, nx);
-    uint64_t h = 1469598103934665603ull;
-    h = fnv(r1.params, 4 * np, h), h = fnv(r1.grads, 4 * np, h), h = fnv(r1.ema, 4 * np, h);
-    h = fnv(r1.y, 4 * ny, h), h = fnv(r1.dx, 4 * nx, h);
+    uint64_t h = state_hash(&r1, np, ny, nx);
     printf("nn_cuda_tune B=%d %s tuned state hash %016llx\n", B, tf ? "tf32" : "fp32", (unsigned long long)h);
     release(&r1), release(&r2), release(&r3), release(&r0[tf]);
   }

@@ -6,22 +6,9 @@
 
 #include "nn/nn.h"
 #include "nn/nn_cuda.h"
+#include "tests/nn_cuda_train.h"
 #include "tests/test.h"
 
-static double rel(const float* a, const float* b, int64_t n) {
-  double d = 0, r = 0;
-  for (int64_t i = 0; i < n; i++) d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), r += (double)b[i] * b[i];
-  return sqrt(d / (r > 0 ? r : 1e-300));
-}
-
-static void* dalloc(size_t bytes) {
-  void* p = NULL;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) {
-    fprintf(stderr, "cudaMalloc failed\n");
-    exit(1);
-  }
-  return p;
-}
 
 static void up(void* d, const void* h, size_t b) { TEST_CHECK(cudaMemcpy(d, h, b, cudaMemcpyHostToDevice) == cudaSuccess, "upload"); }
 static void down(void* h, const void* d, size_t b) { TEST_CHECK(cudaMemcpy(h, d, b, cudaMemcpyDeviceToHost) == cudaSuccess, "download"); }
