@@ -79,6 +79,8 @@ int nn_layer_count(const NnConfig* cfg);  // n_hidden + 1
 int nn_layer_offsets(const NnConfig* cfg, int layer, NnLayerOffsets* out);
 int64_t nn_param_count(const NnConfig* cfg);
 int nn_max_width(const NnConfig* cfg);  // max over in, hidden, out
+// printf-formats a message into err (when err && errlen) and returns code: one-line error returns
+int nn_errorf(char* err, size_t errlen, int code, const char* fmt, ...);
 double nn_adam_lr(const NnAdamConfig* a, int64_t step);  // learning rate used by step t (t >= 1)
 uint64_t nn_rng_next(uint64_t* state);                   // splitmix64
 double nn_rng_uniform(uint64_t* state);                  // [0, 1), 53 bits

@@ -1,6 +1,7 @@
 // Precision-independent helpers shared by the CPU (float32/float64) and CUDA libraries: layout of the flat
 // parameter vector, learning-rate schedule, seeded RNG, checkpoint format.
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "nn/nn.h"
@@ -124,4 +125,14 @@ int nn_state_read(FILE* f, const NnTensorRef* refs, int n) {
     found++;
   }
   return found == n ? NN_OK : NN_EFORMAT;
+}
+
+int nn_errorf(char* err, size_t errlen, int code, const char* fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
 }

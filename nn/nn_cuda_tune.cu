@@ -32,25 +32,20 @@ static void copy_msg(char* dst, size_t len, const char* src) {
   if (dst && len) snprintf(dst, len, "%s", src);
 }
 
-extern "C" int nn_cuda_tune_load(const char* path, char* err, size_t errlen) {
+// load or save under the table's lock; a failure's message also becomes nn_cuda_tune_last_error's
+static int table_io(int save, const char* path, char* err, size_t errlen) {
   char msg[512] = "";
   pthread_mutex_lock(&g_mu);
-  int r = nn_tune_table_load(&g_table, path, msg, sizeof msg);
+  int r = save ? nn_tune_table_save(&g_table, path, msg, sizeof msg) : nn_tune_table_load(&g_table, path, msg, sizeof msg);
   if (r) copy_msg(g_err, sizeof g_err, msg);
   pthread_mutex_unlock(&g_mu);
   copy_msg(err, errlen, msg);
   return r;
 }
 
-extern "C" int nn_cuda_tune_save(const char* path, char* err, size_t errlen) {
-  char msg[512] = "";
-  pthread_mutex_lock(&g_mu);
-  int r = nn_tune_table_save(&g_table, path, msg, sizeof msg);
-  if (r) copy_msg(g_err, sizeof g_err, msg);
-  pthread_mutex_unlock(&g_mu);
-  copy_msg(err, errlen, msg);
-  return r;
-}
+extern "C" int nn_cuda_tune_load(const char* path, char* err, size_t errlen) { return table_io(0, path, err, errlen); }
+
+extern "C" int nn_cuda_tune_save(const char* path, char* err, size_t errlen) { return table_io(1, path, err, errlen); }
 
 extern "C" void nn_cuda_tune_clear(void) {
   pthread_mutex_lock(&g_mu);

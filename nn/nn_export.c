@@ -15,15 +15,7 @@
 
 #include "nn/nn_blob_infer.h"
 
-static int fail(char* err, size_t errlen, int code, const char* fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
+
 
 // ---- growable byte buffer + protobuf wire format ----
 typedef struct {
@@ -247,17 +239,17 @@ static const char* act_name(NnAct a) {
 
 // ---- validation shared by both writers ----
 static int check_policy(const NnExportPolicy* p, char* err, size_t errlen) {
-  if (!p || !p->params) return fail(err, errlen, NN_EINVAL, "export: no policy parameters");
-  if (nn_config_check(&p->cfg)) return fail(err, errlen, NN_EINVAL, "export: invalid network configuration");
-  if (p->cfg.n_hidden + 1 > NN_BLOB_MAX_LAYERS) return fail(err, errlen, NN_EINVAL, "export: too many layers");
+  if (!p || !p->params) return nn_errorf(err, errlen, NN_EINVAL, "export: no policy parameters");
+  if (nn_config_check(&p->cfg)) return nn_errorf(err, errlen, NN_EINVAL, "export: invalid network configuration");
+  if (p->cfg.n_hidden + 1 > NN_BLOB_MAX_LAYERS) return nn_errorf(err, errlen, NN_EINVAL, "export: too many layers");
   if (p->has_norm && (!p->norm_mean || !p->norm_var || !(p->norm_eps >= 0)))
-    return fail(err, errlen, NN_EINVAL, "export: normalizer without statistics");
+    return nn_errorf(err, errlen, NN_EINVAL, "export: normalizer without statistics");
   int64_t np = nn_param_count(&p->cfg);
   for (int64_t i = 0; i < np; i++)
-    if (!isfinite(p->params[i])) return fail(err, errlen, NN_EFORMAT, "export: network parameter %lld is not finite", (long long)i);
+    if (!isfinite(p->params[i])) return nn_errorf(err, errlen, NN_EFORMAT, "export: network parameter %lld is not finite", (long long)i);
   for (int j = 0; p->has_norm && j < p->cfg.in_dim; j++)
     if (!isfinite(p->norm_mean[j]) || !(p->norm_var[j] >= 0) || !isfinite(p->norm_var[j]))
-      return fail(err, errlen, NN_EFORMAT, "export: normalizer statistics of observation %d are invalid", j);
+      return nn_errorf(err, errlen, NN_EFORMAT, "export: normalizer statistics of observation %d are invalid", j);
   return NN_OK;
 }
 
@@ -355,23 +347,23 @@ static void meta_own(Buf* model, const char* key, char* value) {  // takes a mal
 
 int nn_export_onnx(const NnExportPolicy* p, const NnExportMeta* meta, const NnOnnxOptions* opt, uint8_t** out,
                    size_t* len, char* err, size_t errlen) {
-  if (!out || !len) return fail(err, errlen, NN_EINVAL, "export: no output buffer");
+  if (!out || !len) return nn_errorf(err, errlen, NN_EINVAL, "export: no output buffer");
   *out = NULL, *len = 0;
   int rc = check_policy(p, err, errlen);
   if (rc) return rc;
   static const NnExportMeta kNoMeta;
   if (!meta) meta = &kNoMeta;
   int opset = opt && opt->opset ? opt->opset : 17;
-  if (opset != 13 && opset != 17) return fail(err, errlen, NN_EINVAL, "export: ONNX opset %d (supported: 13, 17)", opset);
+  if (opset != 13 && opset != 17) return nn_errorf(err, errlen, NN_EINVAL, "export: ONNX opset %d (supported: 13, 17)", opset);
   const NnConfig* c = &p->cfg;
   int O = c->in_dim, A = c->out_dim, L = c->n_hidden + 1;
   Graph g = {0};
   g.nodes = (Node*)calloc(G_MAX_NODES, sizeof(Node));
-  if (!g.nodes) return fail(err, errlen, NN_ENOMEM, "export: out of memory");
+  if (!g.nodes) return nn_errorf(err, errlen, NN_ENOMEM, "export: out of memory");
   float* tmp = (float*)malloc(sizeof(float) * (size_t)(2 * O + 2 * A));
   if (!tmp) {
     free(g.nodes);
-    return fail(err, errlen, NN_ENOMEM, "export: out of memory");
+    return nn_errorf(err, errlen, NN_ENOMEM, "export: out of memory");
   }
   char cur[G_NAME] = "obs", nxt[G_NAME];
   // observation normalization: (obs - mean) * inv_std, then Clip
@@ -504,7 +496,7 @@ int nn_export_onnx(const NnExportPolicy* p, const NnExportMeta* meta, const NnOn
   free(tmp);
   if (model.oom || overflow) {
     buf_free(&model);
-    return fail(err, errlen, overflow ? NN_EINVAL : NN_ENOMEM, overflow ? "export: graph too large" : "export: out of memory");
+    return nn_errorf(err, errlen, overflow ? NN_EINVAL : NN_ENOMEM, overflow ? "export: graph too large" : "export: out of memory");
   }
   *out = model.p, *len = model.n;
   return NN_OK;
@@ -519,7 +511,7 @@ static void put_f32(uint8_t* p, float f) {
 }
 
 int nn_export_blob(const NnExportPolicy* p, uint8_t** out, size_t* len, char* err, size_t errlen) {
-  if (!out || !len) return fail(err, errlen, NN_EINVAL, "export: no output buffer");
+  if (!out || !len) return nn_errorf(err, errlen, NN_EINVAL, "export: no output buffer");
   *out = NULL, *len = 0;
   int rc = check_policy(p, err, errlen);
   if (rc) return rc;
@@ -532,9 +524,9 @@ int nn_export_blob(const NnExportPolicy* p, uint8_t** out, size_t* len, char* er
     nf += (uint64_t)o.in * o.out + (uint64_t)o.out * (o.gamma >= 0 ? 3 : 1);
   }
   uint64_t total = NN_BLOB_HEADER_BYTES + (uint64_t)L * NN_BLOB_LAYER_BYTES + 4 * nf;
-  if (total > 0xFFFFFFFFu) return fail(err, errlen, NN_EINVAL, "export: network too large for the blob format");
+  if (total > 0xFFFFFFFFu) return nn_errorf(err, errlen, NN_EINVAL, "export: network too large for the blob format");
   uint8_t* b = (uint8_t*)calloc(1, (size_t)total);
-  if (!b) return fail(err, errlen, NN_ENOMEM, "export: out of memory");
+  if (!b) return nn_errorf(err, errlen, NN_ENOMEM, "export: out of memory");
   memcpy(b, NN_BLOB_MAGIC, 8);
   put_u32(b + 8, NN_BLOB_VERSION);
   put_u32(b + 12, NN_BLOB_HEADER_BYTES);
@@ -584,16 +576,16 @@ int nn_export_blob(const NnExportPolicy* p, uint8_t** out, size_t* len, char* er
 
 // ---- files ----
 int nn_export_write_atomic(const char* path, const void* data, size_t len, char* err, size_t errlen) {
-  if (!path || !*path) return fail(err, errlen, NN_EINVAL, "export: empty output path");
+  if (!path || !*path) return nn_errorf(err, errlen, NN_EINVAL, "export: empty output path");
   size_t pl = strlen(path);
   char* tmp = (char*)malloc(pl + 8);
-  if (!tmp) return fail(err, errlen, NN_ENOMEM, "export: out of memory");
+  if (!tmp) return nn_errorf(err, errlen, NN_ENOMEM, "export: out of memory");
   snprintf(tmp, pl + 8, "%s.tmp", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
     int e = errno;
     free(tmp);
-    return fail(err, errlen, NN_EIO, "%s: cannot write: %s", path, strerror(e));
+    return nn_errorf(err, errlen, NN_EIO, "%s: cannot write: %s", path, strerror(e));
   }
   const uint8_t* q = (const uint8_t*)data;
   size_t done = 0;
@@ -613,7 +605,7 @@ int nn_export_write_atomic(const char* path, const void* data, size_t len, char*
   if (e) {
     unlink(tmp);
     free(tmp);
-    return fail(err, errlen, NN_EIO, "%s: write failed: %s", path, strerror(e));
+    return nn_errorf(err, errlen, NN_EIO, "%s: write failed: %s", path, strerror(e));
   }
   free(tmp);
   // make the rename durable: fsync the directory (best effort)

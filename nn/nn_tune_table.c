@@ -14,15 +14,7 @@
 #define NN_TUNE_MAX_LINE 1024
 #define NN_TUNE_MAX_FILE (16u << 20)
 
-static int fail(char* err, size_t errlen, int code, const char* fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
+
 
 void nn_tune_key_set_gpu(NnTuneKey* key, const char* name) {
   size_t i = 0;
@@ -75,31 +67,31 @@ void nn_tune_table_free(NnTuneTable* t) {
 int nn_tune_entry_check(const NnTuneEntry* e, char* err, size_t errlen) {
   const NnTuneKey* k = &e->key;
   const NnTuneAlgo* a = &e->algo;
-  if (!k->gpu[0]) return fail(err, errlen, NN_EFORMAT, "empty gpu name");
-  if (k->sms <= 0 || k->lt <= 0) return fail(err, errlen, NN_EFORMAT, "sms and lt must be positive");
+  if (!k->gpu[0]) return nn_errorf(err, errlen, NN_EFORMAT, "empty gpu name");
+  if (k->sms <= 0 || k->lt <= 0) return nn_errorf(err, errlen, NN_EFORMAT, "sms and lt must be positive");
   if (k->m <= 0 || k->n <= 0 || k->k <= 0 || k->count <= 0)
-    return fail(err, errlen, NN_EFORMAT, "m, n, k and count must be positive");
+    return nn_errorf(err, errlen, NN_EFORMAT, "m, n, k and count must be positive");
   int ra = k->ta ? k->k : k->m, rb = k->tb ? k->n : k->k;
   if (k->lda < ra || k->ldb < rb || k->ldc < k->m)
-    return fail(err, errlen, NN_EFORMAT, "leading dimension smaller than the rows (lda >= %d, ldb >= %d, ldc >= %d)", ra,
+    return nn_errorf(err, errlen, NN_EFORMAT, "leading dimension smaller than the rows (lda >= %d, ldb >= %d, ldc >= %d)", ra,
                 rb, k->m);
-  if (k->sa < 0 || k->sb < 0 || k->sc < 0) return fail(err, errlen, NN_EFORMAT, "negative batch stride");
-  if (k->count == 1 && (k->sa || k->sb || k->sc)) return fail(err, errlen, NN_EFORMAT, "batch strides with count=1");
+  if (k->sa < 0 || k->sb < 0 || k->sc < 0) return nn_errorf(err, errlen, NN_EFORMAT, "negative batch stride");
+  if (k->count == 1 && (k->sa || k->sb || k->sc)) return nn_errorf(err, errlen, NN_EFORMAT, "batch strides with count=1");
   if (a->id < 0 || a->tile < 0 || a->swizzle < 0 || a->custom < 0 || a->stages < 0 || a->inner < 0 || a->cluster < 0)
-    return fail(err, errlen, NN_EFORMAT, "negative algorithm attribute");
-  if (a->inner > 65535 || a->cluster > 65535) return fail(err, errlen, NN_EFORMAT, "inner/cluster out of range (16 bit)");
+    return nn_errorf(err, errlen, NN_EFORMAT, "negative algorithm attribute");
+  if (a->inner > 65535 || a->cluster > 65535) return nn_errorf(err, errlen, NN_EFORMAT, "inner/cluster out of range (16 bit)");
   // cuBLASLt reports SPLITK_NUM = -1 for kernels that do not take a split-K count (seen on the H200 for sm90
   // kernels, also among heuristic #0's choices in the default mode); such an entry is kept as the library gave it
-  if (a->splitk_num < 1 && a->splitk_num != -1) return fail(err, errlen, NN_EFORMAT, "splitk must be -1 or >= 1");
+  if (a->splitk_num < 1 && a->splitk_num != -1) return nn_errorf(err, errlen, NN_EFORMAT, "splitk must be -1 or >= 1");
   if (a->reduction == 1)
-    return fail(err, errlen, NN_EFORMAT, "rscheme=1 (in-place split-K with atomics) is not deterministic; refused");
+    return nn_errorf(err, errlen, NN_EFORMAT, "rscheme=1 (in-place split-K with atomics) is not deterministic; refused");
   if (a->reduction != 0 && a->reduction != 2 && a->reduction != 4)
-    return fail(err, errlen, NN_EFORMAT, "rscheme must be 0, 2 or 4 (got %d)", a->reduction);
+    return nn_errorf(err, errlen, NN_EFORMAT, "rscheme must be 0, 2 or 4 (got %d)", a->reduction);
   if (!k->splitk && ((a->splitk_num != 1 && a->splitk_num != -1) || a->reduction != 0))
-    return fail(err, errlen, NN_EFORMAT, "red=none allows only splitk=1 (or -1) rscheme=0");
-  if (e->ws < 0 || e->ws > (1ll << 40)) return fail(err, errlen, NN_EFORMAT, "ws out of range");
+    return nn_errorf(err, errlen, NN_EFORMAT, "red=none allows only splitk=1 (or -1) rscheme=0");
+  if (e->ws < 0 || e->ws > (1ll << 40)) return nn_errorf(err, errlen, NN_EFORMAT, "ws out of range");
   if (a->splitk_num > 1 && a->reduction == 0)
-    return fail(err, errlen, NN_EFORMAT, "splitk=%d needs a reduction scheme (rscheme 2 or 4)", a->splitk_num);
+    return nn_errorf(err, errlen, NN_EFORMAT, "splitk=%d needs a reduction scheme (rscheme 2 or 4)", a->splitk_num);
   return NN_OK;
 }
 
@@ -146,62 +138,62 @@ static int parse_entry(char* line, NnTuneEntry* e, char* msg, size_t ml) {
   char* save = NULL;
   for (char* tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
     char* eq = strchr(tok, '=');
-    if (!eq || eq == tok) return fail(msg, ml, NN_EFORMAT, "expected key=value, got '%s'", tok);
+    if (!eq || eq == tok) return nn_errorf(msg, ml, NN_EFORMAT, "expected key=value, got '%s'", tok);
     *eq = 0;
     const char* val = eq + 1;
     int f = 0;
     while (f < NFIELDS && strcmp(FIELDS[f].name, tok)) f++;
-    if (f == NFIELDS) return fail(msg, ml, NN_EFORMAT, "unknown key '%s'", tok);
-    if (seen[f]) return fail(msg, ml, NN_EFORMAT, "key '%s' given twice", tok);
+    if (f == NFIELDS) return nn_errorf(msg, ml, NN_EFORMAT, "unknown key '%s'", tok);
+    if (seen[f]) return nn_errorf(msg, ml, NN_EFORMAT, "key '%s' given twice", tok);
     seen[f] = 1;
     char* dst = (char*)e + FIELDS[f].off;
     long long v;
     switch (FIELDS[f].type) {
       case F_STR:
         if (!*val || strlen(val) >= NN_TUNE_GPU_LEN)
-          return fail(msg, ml, NN_EFORMAT, "'%s' must have 1 to %d characters", tok, NN_TUNE_GPU_LEN - 1);
+          return nn_errorf(msg, ml, NN_EFORMAT, "'%s' must have 1 to %d characters", tok, NN_TUNE_GPU_LEN - 1);
         nn_tune_key_set_gpu(&e->key, val);
         break;
       case F_INT:
-        if (!parse_ll(val, INT_MIN, INT_MAX, &v)) return fail(msg, ml, NN_EFORMAT, "bad integer for '%s': '%s'", tok, val);
+        if (!parse_ll(val, INT_MIN, INT_MAX, &v)) return nn_errorf(msg, ml, NN_EFORMAT, "bad integer for '%s': '%s'", tok, val);
         *(int*)dst = (int)v;
         break;
       case F_LL:
         if (!parse_ll(val, LLONG_MIN, LLONG_MAX, &v))
-          return fail(msg, ml, NN_EFORMAT, "bad integer for '%s': '%s'", tok, val);
+          return nn_errorf(msg, ml, NN_EFORMAT, "bad integer for '%s': '%s'", tok, val);
         *(long long*)dst = v;
         break;
       case F_PREC:
-        if (strcmp(val, "fp32") && strcmp(val, "tf32")) return fail(msg, ml, NN_EFORMAT, "prec must be fp32 or tf32, got '%s'", val);
+        if (strcmp(val, "fp32") && strcmp(val, "tf32")) return nn_errorf(msg, ml, NN_EFORMAT, "prec must be fp32 or tf32, got '%s'", val);
         *(int*)dst = !strcmp(val, "tf32");
         break;
       case F_OP:
         if (strlen(val) != 2 || (val[0] != 'N' && val[0] != 'T') || (val[1] != 'N' && val[1] != 'T'))
-          return fail(msg, ml, NN_EFORMAT, "op must be NN, NT, TN or TT, got '%s'", val);
+          return nn_errorf(msg, ml, NN_EFORMAT, "op must be NN, NT, TN or TT, got '%s'", val);
         e->key.ta = val[0] == 'T', e->key.tb = val[1] == 'T';
         break;
       case F_EPI:
-        if (strcmp(val, "bias") && strcmp(val, "none")) return fail(msg, ml, NN_EFORMAT, "epi must be bias or none, got '%s'", val);
+        if (strcmp(val, "bias") && strcmp(val, "none")) return nn_errorf(msg, ml, NN_EFORMAT, "epi must be bias or none, got '%s'", val);
         *(int*)dst = !strcmp(val, "bias");
         break;
       case F_RED:
         if (strcmp(val, "ordered") && strcmp(val, "none"))
-          return fail(msg, ml, NN_EFORMAT, "red must be ordered or none, got '%s'", val);
+          return nn_errorf(msg, ml, NN_EFORMAT, "red must be ordered or none, got '%s'", val);
         *(int*)dst = !strcmp(val, "ordered");
         break;
       case F_DBL: {
         errno = 0;
         char* end;
         double d = strtod(val, &end);
-        if (!*val || *end || errno || !(d >= 0) || d > 1e9) return fail(msg, ml, NN_EFORMAT, "bad number for '%s': '%s'", tok, val);
+        if (!*val || *end || errno || !(d >= 0) || d > 1e9) return nn_errorf(msg, ml, NN_EFORMAT, "bad number for '%s': '%s'", tok, val);
         *(double*)dst = d;
         break;
       }
       case F_RAW: {
         if (strlen(val) != 128)
-          return fail(msg, ml, NN_EFORMAT, "raw must be 128 hex digits (8 words x 16), got %zu characters", strlen(val));
+          return nn_errorf(msg, ml, NN_EFORMAT, "raw must be 128 hex digits (8 words x 16), got %zu characters", strlen(val));
         size_t bad_at = strspn(val, "0123456789abcdefABCDEF");
-        if (bad_at != 128) return fail(msg, ml, NN_EFORMAT, "raw: not a hex digit at position %zu", bad_at + 1);
+        if (bad_at != 128) return nn_errorf(msg, ml, NN_EFORMAT, "raw: not a hex digit at position %zu", bad_at + 1);
         for (int w = 0; w < 8; w++) {
           char word[17];
           memcpy(word, val + 16 * w, 16);
@@ -213,19 +205,19 @@ static int parse_entry(char* line, NnTuneEntry* e, char* msg, size_t ml) {
       case F_CAND: {
         int a, b, n = 0;
         if (sscanf(val, "%d/%d%n", &a, &b, &n) != 2 || val[n] || a < 0 || b < 1 || a >= b)
-          return fail(msg, ml, NN_EFORMAT, "cand must be I/N with 0 <= I < N, got '%s'", val);
+          return nn_errorf(msg, ml, NN_EFORMAT, "cand must be I/N with 0 <= I < N, got '%s'", val);
         e->cand = a, e->ncand = b;
         break;
       }
     }
   }
   for (int f = 0; f < NFIELDS; f++)
-    if (FIELDS[f].required && !seen[f]) return fail(msg, ml, NN_EFORMAT, "missing key '%s'", FIELDS[f].name);
+    if (FIELDS[f].required && !seen[f]) return nn_errorf(msg, ml, NN_EFORMAT, "missing key '%s'", FIELDS[f].name);
   return nn_tune_entry_check(e, msg, ml);
 }
 
 int nn_tune_table_parse(NnTuneTable* t, const char* text, const char* name, char* err, size_t errlen) {
-  if (!t || !text) return fail(err, errlen, NN_EINVAL, "tune table: no text");
+  if (!t || !text) return nn_errorf(err, errlen, NN_EINVAL, "tune table: no text");
   if (!name) name = "tune table";
   NnTuneTable nt = {NULL, 0, 0};
   int* line_of = NULL;  // source line of each new entry (duplicate messages)
@@ -237,7 +229,7 @@ int nn_tune_table_parse(NnTuneTable* t, const char* text, const char* name, char
     size_t len = eol ? (size_t)(eol - p) : strlen(p);
     lineno++;
     if (len > NN_TUNE_MAX_LINE) {
-      r = fail(err, errlen, NN_EFORMAT, "%s:%d: line longer than %d characters", name, lineno, NN_TUNE_MAX_LINE);
+      r = nn_errorf(err, errlen, NN_EFORMAT, "%s:%d: line longer than %d characters", name, lineno, NN_TUNE_MAX_LINE);
       break;
     }
     memcpy(buf, p, len);
@@ -251,12 +243,12 @@ int nn_tune_table_parse(NnTuneTable* t, const char* text, const char* name, char
       char magic[32];
       int ver, n = 0;
       if (sscanf(s, "%31s %d%n", magic, &ver, &n) != 2 || strcmp(magic, NN_TUNE_MAGIC) || s[n]) {
-        r = fail(err, errlen, NN_EFORMAT, "%s:%d: expected the header '%s %d'", name, lineno, NN_TUNE_MAGIC,
+        r = nn_errorf(err, errlen, NN_EFORMAT, "%s:%d: expected the header '%s %d'", name, lineno, NN_TUNE_MAGIC,
                  NN_TUNE_VERSION);
         break;
       }
       if (ver != NN_TUNE_VERSION) {
-        r = fail(err, errlen, NN_EFORMAT, "%s:%d: format version %d, this build reads %d", name, lineno, ver,
+        r = nn_errorf(err, errlen, NN_EFORMAT, "%s:%d: format version %d, this build reads %d", name, lineno, ver,
                  NN_TUNE_VERSION);
         break;
       }
@@ -265,34 +257,34 @@ int nn_tune_table_parse(NnTuneTable* t, const char* text, const char* name, char
     }
     NnTuneEntry e;
     if (parse_entry(s, &e, msg, sizeof msg)) {
-      r = fail(err, errlen, NN_EFORMAT, "%s:%d: %s", name, lineno, msg);
+      r = nn_errorf(err, errlen, NN_EFORMAT, "%s:%d: %s", name, lineno, msg);
       break;
     }
     int prev = find_index(&nt, &e.key);
     if (prev >= 0) {
-      r = fail(err, errlen, NN_EFORMAT, "%s:%d: same key as line %d (one entry per GEMM shape)", name, lineno,
+      r = nn_errorf(err, errlen, NN_EFORMAT, "%s:%d: same key as line %d (one entry per GEMM shape)", name, lineno,
                line_of[prev]);
       break;
     }
     if (nt.n == nt.cap) {
       int* q = (int*)realloc(line_of, sizeof(int) * (size_t)(nt.cap ? 2 * nt.cap : 32));
       if (!q) {
-        r = fail(err, errlen, NN_ENOMEM, "%s: out of memory", name);
+        r = nn_errorf(err, errlen, NN_ENOMEM, "%s: out of memory", name);
         break;
       }
       line_of = q;
     }
     if (nn_tune_table_put(&nt, &e)) {
-      r = fail(err, errlen, NN_ENOMEM, "%s: out of memory", name);
+      r = nn_errorf(err, errlen, NN_ENOMEM, "%s: out of memory", name);
       break;
     }
     line_of[nt.n - 1] = lineno;
   }
-  if (!r && !header) r = fail(err, errlen, NN_EFORMAT, "%s: empty (no '%s %d' header)", name, NN_TUNE_MAGIC, NN_TUNE_VERSION);
+  if (!r && !header) r = nn_errorf(err, errlen, NN_EFORMAT, "%s: empty (no '%s %d' header)", name, NN_TUNE_MAGIC, NN_TUNE_VERSION);
   // merge only after the whole text parsed; reserve first so that a failed merge changes nothing
   if (!r && t->cap < t->n + nt.n) {
     NnTuneEntry* q = (NnTuneEntry*)realloc(t->e, sizeof(NnTuneEntry) * (size_t)(t->n + nt.n));
-    if (!q) r = fail(err, errlen, NN_ENOMEM, "%s: out of memory", name);
+    if (!q) r = nn_errorf(err, errlen, NN_ENOMEM, "%s: out of memory", name);
     else t->e = q, t->cap = t->n + nt.n;
   }
   for (int i = 0; !r && i < nt.n; i++) nn_tune_table_put(t, &nt.e[i]);  // cannot fail: capacity reserved
@@ -337,21 +329,21 @@ int nn_tune_table_format(const NnTuneTable* t, char** out, size_t* len) {
 }
 
 int nn_tune_table_load(NnTuneTable* t, const char* path, char* err, size_t errlen) {
-  if (!t || !path || !*path) return fail(err, errlen, NN_EINVAL, "tune table: empty path");
+  if (!t || !path || !*path) return nn_errorf(err, errlen, NN_EINVAL, "tune table: empty path");
   FILE* f = fopen(path, "rb");
-  if (!f) return fail(err, errlen, NN_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return nn_errorf(err, errlen, NN_EIO, "%s: cannot open: %s", path, strerror(errno));
   char* text = (char*)malloc(NN_TUNE_MAX_FILE + 1);
   if (!text) {
     fclose(f);
-    return fail(err, errlen, NN_ENOMEM, "%s: out of memory", path);
+    return nn_errorf(err, errlen, NN_ENOMEM, "%s: out of memory", path);
   }
   size_t n = fread(text, 1, NN_TUNE_MAX_FILE + 1, f);
   int bad = ferror(f);
   fclose(f);
   int r;
-  if (bad) r = fail(err, errlen, NN_EIO, "%s: read error", path);
-  else if (n > NN_TUNE_MAX_FILE) r = fail(err, errlen, NN_EFORMAT, "%s: larger than %u bytes", path, NN_TUNE_MAX_FILE);
-  else if (memchr(text, 0, n)) r = fail(err, errlen, NN_EFORMAT, "%s: NUL byte (not a text file)", path);
+  if (bad) r = nn_errorf(err, errlen, NN_EIO, "%s: read error", path);
+  else if (n > NN_TUNE_MAX_FILE) r = nn_errorf(err, errlen, NN_EFORMAT, "%s: larger than %u bytes", path, NN_TUNE_MAX_FILE);
+  else if (memchr(text, 0, n)) r = nn_errorf(err, errlen, NN_EFORMAT, "%s: NUL byte (not a text file)", path);
   else {
     text[n] = 0;
     r = nn_tune_table_parse(t, text, path, err, errlen);
@@ -361,10 +353,10 @@ int nn_tune_table_load(NnTuneTable* t, const char* path, char* err, size_t errle
 }
 
 int nn_tune_table_save(const NnTuneTable* t, const char* path, char* err, size_t errlen) {
-  if (!t || !path || !*path) return fail(err, errlen, NN_EINVAL, "tune table: empty path");
+  if (!t || !path || !*path) return nn_errorf(err, errlen, NN_EINVAL, "tune table: empty path");
   char* text;
   size_t len;
-  if (nn_tune_table_format(t, &text, &len)) return fail(err, errlen, NN_ENOMEM, "%s: cannot format the table", path);
+  if (nn_tune_table_format(t, &text, &len)) return nn_errorf(err, errlen, NN_ENOMEM, "%s: cannot format the table", path);
   int r = nn_export_write_atomic(path, text, len, err, errlen);
   free(text);
   return r;
