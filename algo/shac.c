@@ -31,6 +31,20 @@
 //      (full batch), instead of one step on the raw BPTT gradient. Worlds with g_w = 0 keep a* = mu.
 //  (c) nablamimic.policy_ema_decay = d: Adam keeps an EMA of the actor parameters after every actor step;
 //      evaluation (act_eval) and export ("shac/ema") use it.
+//  (d) nablamimic.zeroth_order_weight = beta in (0, 1] (needs (b); CPU only, shac_cuda.cu refuses it): a
+//      zeroth-order (likelihood-ratio, PPO-like) direction mixed into (b)'s targets, so that the regression can
+//      follow returns the first-order gradient does not see (e.g. a hopper's lift-off). Before the actor
+//      update: advantages A_t(w) = G_t(w) - V_targ(s_t(w)), G the TD(lambda) targets of step 5 (computed
+//      first now; they depend on the rollout only) and V_targ the target critic (the function G bootstraps
+//      from, so A is GAE(lambda) of V_targ); normalized over the H N batch (mean 0, std 1, eps 1e-8) and
+//      clipped to [-3, 3]: An. Then
+//        a*_t(w) = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) + beta An (a - mu) / sigma_eff], -1, 1)
+//      with a = tanh(z + sigma eps) the applied action, mu = tanh(z), sigma_eff = sigma sqrt(A): a - mu ~
+//      (1 - mu^2) sigma eps, so |(a - mu) / sigma_eff| <~ 1 (its mean square is mean_j (1 - mu_j^2)^2 E eps^2),
+//      the same scale as the unit first-order direction; E[An (a - mu)] follows the advantage's slope along the
+//      action. g = 0 (or a non-finite world) leaves only the zeroth-order term; samples whose advantage is
+//      not finite get An = 0 and are left out of the mean and std. Metric advantage_abs_mean: mean |A| before
+//      the normalization (0 when off). At beta = 0 nothing of this runs (bitwise the previous behaviour).
 //
 // The engine adjoint differentiates the whole step, constraint rows included (contacts, limits, friction
 // loss), within the discrete regime of each evaluation (contact set and row states frozen). Tasks with nq != nv (quaternions) would
@@ -51,7 +65,7 @@ typedef struct {
   Cfg c;
   int N, O, A, H, nq, nv, nu, fs, nmb, mb;
   int regress;        // ∇Mimic (b) on
-  double clip_k, eta, sigma;
+  double clip_k, eta, sigma, beta;  // beta: ∇Mimic (d)
   const SimModel* m;  // the env's model
   NnMlp* actor_lin;  // the actor without its output tanh (same parameters, copied each iteration): noise goes in
                      // before the tanh, a = tanh(z + sigma * eps), as DiffRL's squashed Gaussian
@@ -74,14 +88,18 @@ typedef struct {
   float *ga, *gsum;             // actor gradient accumulator (na)
   float *bx, *by, *bdy;         // (max batch, ...) scratch
   float *gtarget;               // (H, N, A) action gradients (∇Mimic b)
+  float* adv;                   // (H, N) normalized, clipped advantages (∇Mimic d)
   float *gnorm;                 // (N)
   int* bidx;                    // (N)
 } Shac;
 
 static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
                                        "value_mean", "action_grad_median", "action_grad_clip_fraction",
-                                       "loss_regression", "nonfinite_grads", "constraint_evals"};
-enum { M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_COUNT };
+                                       "loss_regression", "nonfinite_grads", "constraint_evals",
+                                       "advantage_abs_mean"};
+enum {
+  M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_ADV, M_COUNT
+};
 
 static uint64_t mix(uint64_t seed, uint64_t k) {
   uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
@@ -102,6 +120,7 @@ static void shac_destroy(void* p) {
   free(s->pre_q), free(s->pre_v), free(s->post_q), free(s->post_v), free(s->post_u);
   free(s->cq), free(s->cv), free(s->dact), free(s->dx), free(s->dobs), free(s->ga), free(s->gsum);
   free(s->bx), free(s->by), free(s->bdy), free(s->gtarget), free(s->gnorm), free(s->bidx);
+  free(s->adv);
   free(s);
 }
 
@@ -117,7 +136,13 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   s->clip_k = c->nablamimic_action_grad_clip_k, s->eta = c->nablamimic_target_action_step;
   s->regress = s->eta > 0;
   s->sigma = c->policy_init_noise_std;
+  s->beta = c->nablamimic_zeroth_order_weight;
   int64_t HN = (int64_t)s->H * s->N;
+  if (s->beta > 0 && !s->regress) {
+    snprintf(err, errlen, "shac: nablamimic.zeroth_order_weight > 0 needs nablamimic.target_action_step > 0");
+    free(s);
+    return -1;
+  }
   if (s->nq != s->nv) {
     snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
     free(s);
@@ -196,6 +221,7 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   ALLOC(s->ga, float, (size_t)s->na), ALLOC(s->gsum, float, (size_t)s->na);
   ALLOC(s->bx, float, mx * O), ALLOC(s->by, float, mx * (A > 1 ? A : 1)), ALLOC(s->bdy, float, mx * (A > 1 ? A : 1));
   ALLOC(s->gtarget, float, hn * A), ALLOC(s->gnorm, float, N), ALLOC(s->bidx, int, N);
+  ALLOC(s->adv, float, hn);
 #undef ALLOC
   if (!ok) {
     snprintf(err, errlen, "shac: out of memory");
@@ -431,14 +457,100 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
   return loss;
 }
 
+// Step 5's TD(lambda) targets s->tgt (DiffRL's recursion, last step forced done) from the rollout's rewards,
+// done flags and target-critic values; metric value_mean.
+static void shac_td_targets(Shac* s, double* metrics) {
+  int N = s->N, H = s->H;
+  double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
+  double vsum = 0;
+  for (int w = 0; w < N; w++) {
+    double Ai = 0, Bi = 0, lm = 1;
+    for (int t = H - 1; t >= 0; t--) {
+      size_t i = (size_t)t * N + w;
+      double d = (s->term[i] | s->trunc[i] | (t == H - 1)) ? 1 : 0;
+      double r = s->rew[i], v = s->nxt_val[i];
+      lm = lm * lam * (1 - d) + d;
+      if (lam < 1) Ai = (1 - d) * (lam * gamma * Ai + gamma * v + (1 - lm) / (1 - lam) * r);
+      Bi = gamma * (v * d + Bi * (1 - d)) + r;
+      s->tgt[i] = (float)(lam < 1 ? (1 - lam) * Ai + lm * Bi : Bi);
+      vsum += s->tgt[i];
+    }
+  }
+  metrics[M_VALUE] = vsum / (double)((size_t)H * N);
+}
+
+// ∇Mimic (d): s->adv = clip((A - mean) / (std + 1e-8), -3, 3) with A = s->tgt - V_targ(s->nobs) over the H N
+// batch (non-finite A: 0, left out of the statistics); metric advantage_abs_mean = mean |A|.
+static void shac_advantages(Shac* s, double* metrics) {
+  size_t HN = (size_t)s->H * s->N;
+  float* v = s->adv;
+  nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->nobs, (int)HN, v);
+  double sum = 0, sabs = 0, n = 0;
+  for (size_t i = 0; i < HN; i++) {
+    v[i] = (float)((double)s->tgt[i] - (double)v[i]);
+    if (!isfinite(v[i])) continue;
+    sum += v[i], sabs += fabs((double)v[i]), n += 1;
+  }
+  double mean = n > 0 ? sum / n : 0, var = 0;
+  for (size_t i = 0; i < HN; i++)
+    if (isfinite(v[i])) var += ((double)v[i] - mean) * ((double)v[i] - mean);
+  double sd = n > 0 ? sqrt(var / n) : 0;
+  for (size_t i = 0; i < HN; i++) {
+    if (!isfinite(v[i])) {
+      v[i] = 0;
+      continue;
+    }
+    double z = ((double)v[i] - mean) / (sd + 1e-8);
+    v[i] = (float)(z > 3 ? 3 : (z < -3 ? -3 : z));
+  }
+  metrics[M_ADV] = n > 0 ? sabs / n : 0;
+}
+
+// ∇Mimic (b) (and (d) when beta > 0): s->gtarget (the action gradients g) is overwritten with the targets
+//   a* = clamp(mu - eta g / (|g| + 1e-8), -1, 1)                                       (beta = 0)
+//   a* = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) + beta An (a - mu) / sigma_eff], -1, 1)  (beta > 0)
+// sigma_eff = sigma sqrt(A); g = 0 drops the first-order term.
+static void shac_action_targets(Shac* s) {
+  int A = s->A;
+  size_t HN = (size_t)s->H * s->N;
+  float* tg = s->gtarget;
+  double sz = s->beta > 0 ? s->eta * s->beta / (s->sigma * sqrt((double)A)) : 0;
+  for (size_t i = 0; i < HN; i++) {
+    float* g = tg + i * A;
+    const float* mu = s->mu + i * A;
+    double n2 = 0;
+    for (int j = 0; j < A; j++) n2 += (double)g[j] * g[j];
+    if (s->beta > 0) {
+      const float* ac = s->act + i * A;
+      double sc = n2 > 0 ? s->eta * (1 - s->beta) / (sqrt(n2) + 1e-8) : 0;
+      double za = sz * (double)s->adv[i];
+      for (int j = 0; j < A; j++) {
+        double a = (double)mu[j] - sc * (double)g[j] + za * ((double)ac[j] - (double)mu[j]);
+        g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
+      }
+    } else {
+      double sc = n2 > 0 ? s->eta / (sqrt(n2) + 1e-8) : 0;
+      for (int j = 0; j < A; j++) {
+        double a = (double)mu[j] - sc * (double)g[j];
+        g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
+      }
+    }
+  }
+}
+
 static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   Shac* s = (Shac*)p;
   int N = s->N, O = s->O, A = s->A, H = s->H;
   size_t HN = (size_t)H * N;
-  double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
   float* actor_p = nn_mlp_params(s->actor);
   shac_rollout_grad(s, env, metrics, tm);
   double t0;
+
+  // TD(lambda) targets for the critic (step 5) and, with ∇Mimic (d), the actor's advantages: rollout data only
+  t0 = algo_now();
+  shac_td_targets(s, metrics);
+  if (s->beta > 0) shac_advantages(s, metrics);
+  tm->networks += algo_now() - t0;
 
   // ---- 4. actor update ----
   t0 = algo_now();
@@ -446,19 +558,9 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
     nn_adam_step(s->adam_a, actor_p, s->gsum);
     metrics[M_GRADNORM] = nn_adam_last_grad_norm(s->adam_a);
   } else {
-    // ∇Mimic (b): fixed targets a* = clamp(mu - eta * g / |g|, -1, 1), then regression steps
-    float* tg = s->gtarget;  // overwritten with the targets
-    for (size_t i = 0; i < HN; i++) {
-      float* g = tg + i * A;
-      const float* mu = s->mu + i * A;
-      double n2 = 0;
-      for (int j = 0; j < A; j++) n2 += (double)g[j] * g[j];
-      double sc = n2 > 0 ? s->eta / (sqrt(n2) + 1e-8) : 0;
-      for (int j = 0; j < A; j++) {
-        double a = (double)mu[j] - sc * (double)g[j];
-        g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
-      }
-    }
+    // ∇Mimic (b) (+ (d)): fixed targets, then regression steps
+    shac_action_targets(s);
+    float* tg = s->gtarget;
     float* y = s->mu;  // the rollout means are no longer needed
     double gn = 0;
     for (int k = 0; k < SHAC_REGRESSION_STEPS; k++) {
@@ -479,23 +581,8 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
   metrics[M_LR] = nn_adam_lr(&s->acfg, nn_adam_steps(s->adam_a));
   tm->networks += algo_now() - t0;
 
-  // ---- 5. critic: TD(lambda) targets, minibatch passes, target update ----
+  // ---- 5. critic: minibatch passes on the TD(lambda) targets (computed above), target update ----
   t0 = algo_now();
-  double vsum = 0;
-  for (int w = 0; w < N; w++) {
-    double Ai = 0, Bi = 0, lm = 1;
-    for (int t = H - 1; t >= 0; t--) {
-      size_t i = (size_t)t * N + w;
-      double d = (s->term[i] | s->trunc[i] | (t == H - 1)) ? 1 : 0;
-      double r = s->rew[i], v = s->nxt_val[i];
-      lm = lm * lam * (1 - d) + d;
-      if (lam < 1) Ai = (1 - d) * (lam * gamma * Ai + gamma * v + (1 - lm) / (1 - lam) * r);
-      Bi = gamma * (v * d + Bi * (1 - d)) + r;
-      s->tgt[i] = (float)(lam < 1 ? (1 - lam) * Ai + lm * Bi : Bi);
-      vsum += s->tgt[i];
-    }
-  }
-  metrics[M_VALUE] = vsum / (double)HN;
   float* cp = nn_mlp_params(s->critic);
   double closs = 0;
   int mb = s->mb;

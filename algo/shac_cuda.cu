@@ -12,6 +12,7 @@
 //     pre-step state (env_cuda_pre_state_cotangent) for the cotangent carried to t-1;
 //  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets then SHAC_REGRESSION_STEPS Adam steps),
 //  5. TD(lambda) targets (k_td, one thread per world), critic minibatch passes, k_polyak, normalizer update.
+// ∇Mimic (d) (nablamimic.zeroth_order_weight > 0) is CPU-only for now: create refuses it.
 // Scalars for the metrics accumulate in a device array (float64) and come back once, with the environment's
 // episode statistics, at the end of the iteration.
 #include <cuda_runtime.h>
@@ -29,9 +30,12 @@
 // clang-format off
 static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
                                        "value_mean", "action_grad_median", "action_grad_clip_fraction",
-                                       "loss_regression", "nonfinite_grads", "constraint_evals"};
+                                       "loss_regression", "nonfinite_grads", "constraint_evals",
+                                       "advantage_abs_mean"};
 // clang-format on
-enum { M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_COUNT };
+enum {
+  M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_ADV, M_COUNT
+};  // M_ADV (∇Mimic (d), CPU only) stays 0 here
 // device scalars beyond the metrics
 enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
 
@@ -256,6 +260,10 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
       snprintf(err, errlen, "shac (cuda): metric %d differs from shac.c's", i);
       return -1;
     }
+  if (c->nablamimic_zeroth_order_weight > 0) {
+    snprintf(err, errlen, "shac (cuda): nablamimic.zeroth_order_weight is CPU-only for now (run.device cpu)");
+    return -1;
+  }
   ShacCuda* s = (ShacCuda*)calloc(1, sizeof(ShacCuda));
   if (!s) return -1;
   s->c = *c;
