@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/nn_cuda_device.cuh"  // act_f, act_df, warp_sum
 #include "nn/nn_cuda_internal.h"
 
 #define NN_PART_BLOCKS 264     // column-sum partial blocks for width >= 512 (2 per SM on an H100/H200)
@@ -32,42 +33,6 @@ extern "C" int nn_cuda_device_count(void) {
     return 0;
   }
   return n;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// device helpers
-// ---------------------------------------------------------------------------------------------------------
-__device__ __forceinline__ float act_f(int a, float z) {
-  switch (a) {
-    case NN_ACT_ELU: return z > 0.f ? z : expm1f(z);
-    case NN_ACT_SILU: return z / (1.f + expf(-z));
-    case NN_ACT_RELU: return z > 0.f ? z : 0.f;
-    case NN_ACT_TANH: return tanhf(z);
-    default: return z;
-  }
-}
-
-__device__ __forceinline__ float act_df(int a, float z) {
-  switch (a) {
-    case NN_ACT_ELU: return z > 0.f ? 1.f : expf(z);
-    case NN_ACT_SILU: {
-      float s = 1.f / (1.f + expf(-z));
-      return s * (1.f + z * (1.f - s));
-    }
-    case NN_ACT_RELU: return z > 0.f ? 1.f : 0.f;
-    case NN_ACT_TANH: {
-      float t = tanhf(z);
-      return 1.f - t * t;
-    }
-    default: return 1.f;
-  }
-}
-
-// butterfly sum: every lane gets the same, order fixed
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 // ---------------------------------------------------------------------------------------------------------
