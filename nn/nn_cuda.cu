@@ -564,6 +564,10 @@ extern "C" int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_
   }
   M->thin = thin_ok(M->lay[M->n_layers - 1].in, M->lay[M->n_layers - 1].out) && (flags & NN_CUDA_THIN);
   M->vec = !(flags & NN_CUDA_NO_VEC);
+  if ((flags & NN_CUDA_FUSE_OUT) && nn_fused_setup(M)) {
+    free(M);
+    return NN_ECUDA;
+  }
   // one allocation, every array 256-byte aligned
   size_t B = (size_t)max_batch, sz = 0, off[64];
   int k = 0;
@@ -750,6 +754,10 @@ static int forward_impl(NnCudaMlp* M, const float* P, const float* x, int B, flo
       return r;
     }
     if (!last) {
+      if (l == L - 2 && M->fuse) {  // NN_CUDA_FUSE_OUT: this row kernel also computes the output layer
+        if ((r = nn_fused_fwd(M, P, B, y))) return r;
+        break;
+      }
       int h = o->out;
       unsigned grid = nblocks(B, 8);
       if (M->cfg.layer_norm)

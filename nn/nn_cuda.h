@@ -48,6 +48,19 @@ typedef struct NnCudaMlp NnCudaMlp;
 // consulted and the default mode is unchanged. Tuning a batch size takes ~0.1-3 s per network (H200); the
 // gradient ping-pong buffers are sized for the input width too (timing scratch).
 #define NN_CUDA_TUNE 16
+// NN_CUDA_FUSE_OUT (opt-in): the forward computes the output layer inside the last hidden layer's row kernel
+// (activation [+ LayerNorm], which still writes that layer's output for the backward) instead of a separate
+// cuBLASLt GEMM (+ output-activation kernel): one launch fewer per forward (the actor's forward: 7 -> 6), for
+// small batches where the forward is launch-bound. Applies when the network has a hidden layer and the output
+// layer has out <= 32 and in <= 512 (shared memory: W_out plus the block's rows, <= ~129 KB at in 512, out 32;
+// if the GPU's per-block limit is smaller, or the shape is outside these limits, the normal path runs, silently),
+// at every batch size, with or without LayerNorm, with any output activation and scale. The output layer is then
+// computed in plain fp32 (explicit FMA, also in TF32 mode) in a fixed summation order that depends only on (in,
+// out): deterministic run to run and independent of the batch size; it differs from the cuBLASLt GEMM's in the
+// last bits (fp32 mode) or is more accurate (TF32 mode). The hidden layers' outputs are the same bits as without
+// the flag; the backward is unchanged (NN_CUDA_THIN's backward kernels still apply if both flags are given; its
+// forward kernel is replaced by the fused one). Not consulted by NN_CUDA_TUNE (the output GEMM is still planned).
+#define NN_CUDA_FUSE_OUT 32
 int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int flags, void* stream);
 void nn_cuda_mlp_destroy(NnCudaMlp* m);
 int64_t nn_cuda_mlp_param_count(const NnCudaMlp* m);

@@ -60,6 +60,7 @@ struct NnCudaMlp {
   int thin;  // NN_CUDA_THIN: the output layer uses the k_thin_* kernels (batches <= NN_THIN_MAX_BATCH)
   int vec;   // float4 row kernels for widths that are multiples of 128
   int tune;  // NN_CUDA_TUNE: algorithms from the tune table / timed candidates (nn_cuda_tune.cu)
+  int fuse;  // NN_CUDA_FUSE_OUT and a supported output layer: forward's last row kernel computes the output layer
   char gpu[256];  // NN_CUDA_TUNE: device name and multiprocessors (tune table key)
   int sms;
   int64_t n_params;
@@ -115,6 +116,14 @@ int nn_tune_fill(float* p, long long n, cudaStream_t st);
 // nn_bench: entries, how many are not the heuristic's first candidate, and those entries' summed isolated times
 // (chosen, heuristic's first) where both were recorded.
 extern "C" void nn_tune_summary(int* n, int* changed, double* ms, double* ms0);
+
+// nn_cuda_fused.cu (NN_CUDA_FUSE_OUT)
+// At create, after the layer offsets and M->vec are set: M->fuse = 1 when the output layer is supported (out <= 32,
+// in <= 512, a hidden layer before it, shared memory within the device's limit), else 0 (the normal path).
+int nn_fused_setup(NnCudaMlp* M);
+// Forward of the last hidden layer's rows (z[L-2] -> y[L-2], mean, rstd) and the output layer (-> y, and z[L-1]
+// unless the output is the identity) in one launch on M->stream, with parameter vector P.
+int nn_fused_fwd(NnCudaMlp* M, const float* P, int B, float* y);
 
 // GEMM-only replay (nn_bench): exactly the cuBLASLt calls of forward (train = 0) or of forward + backward without
 // the input gradient (train = 1) at batch B, with the plan's algorithms, none of the other kernels; two_streams:
