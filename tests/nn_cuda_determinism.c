@@ -1,8 +1,9 @@
 // nn_cuda_determinism: bitwise-identical results across runs. Two independent instances (fresh handles, plans,
 // buffers) train the SHAC actor for several steps (forward, MSE gradient, backward with input gradient, Adam
 // with clipping and EMA) on the same data; params, grads, outputs, input gradients and EMA must match bit for
-// bit, also when the step is captured once as a CUDA graph and replayed, and in TF32 mode. Prints a hash of
-// the final state so that two processes can be compared too. Skipped (77) without a CUDA device.
+// bit, also when the step is captured once as a CUDA graph and replayed, and in TF32 mode; also with the opt-in
+// NN_CUDA_THIN and NN_CUDA_FUSE_OUT (the latter also at a batch that leaves a partial block of its fused kernel).
+// Prints a hash of the final state so that two processes can be compared too. Skipped (77) without a CUDA device.
 #include <cuda_runtime.h>
 #include <string.h>
 
@@ -23,10 +24,22 @@ int main(void) {
   NnConfig actor = {.in_dim = 160, .out_dim = 29, .n_hidden = 3, .hidden = {512, 256, 128}, .act = NN_ACT_ELU, .layer_norm = 1};
   int64_t np = nn_param_count(&actor);
   // 4096: cuBLASLt may split K itself; 16384: our weight-gradient GEMMs are split over the batch
-  for (int k = 0; k < 5; k++) {
-    int tf = k % 2, B = k < 2 ? 4096 : 16384;
-    g_flags = k == 4 ? NN_CUDA_THIN : 0;  // the opt-in thin output kernels too (B = 4096 below)
-    if (k == 4) B = 4096;
+  const struct {
+    int tf, B, flags;
+    const char* label;
+  } cases[] = {
+      {0, 4096, 0, ""},
+      {1, 4096, 0, ""},
+      {0, 16384, 0, ""},
+      {1, 16384, 0, ""},
+      {0, 4096, NN_CUDA_THIN, " thin"},
+      {0, 4096, NN_CUDA_FUSE_OUT, " fuse_out"},
+      {1, 4096, NN_CUDA_FUSE_OUT, " fuse_out"},
+      {0, 4100, NN_CUDA_FUSE_OUT, " fuse_out"},  // 4100 = 128 x 32 + 4: a partial block in the fused kernel
+  };
+  for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+    int tf = cases[k].tf, B = cases[k].B;
+    g_flags = cases[k].flags;
     size_t ny = (size_t)B * actor.out_dim, nx = (size_t)B * actor.in_dim;
     Result r1, r2, r3;
     TEST_CHECK(train_steps(&actor, B, (tf ? NN_CUDA_TF32 : 0) | g_flags, 0, STEPS, &r1) == 0, "run 1");
@@ -35,7 +48,7 @@ int main(void) {
     same(tf ? "tf32 run 1 vs run 2" : "fp32 run 1 vs run 2", &r1, &r2, np, ny, nx);
     same(tf ? "tf32 eager vs graph" : "fp32 eager vs graph", &r1, &r3, np, ny, nx);
     uint64_t h = state_hash(&r1, np, ny, nx);
-    printf("nn_cuda_determinism B=%d %s%s state hash %016llx\n", B, tf ? "tf32" : "fp32", g_flags ? " thin" : "",
+    printf("nn_cuda_determinism B=%d %s%s state hash %016llx\n", B, tf ? "tf32" : "fp32", cases[k].label,
            (unsigned long long)h);
     release(&r1), release(&r2), release(&r3);
   }

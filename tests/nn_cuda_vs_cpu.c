@@ -1,5 +1,7 @@
 // nn_cuda_vs_cpu: the CUDA MLP (forward output, input gradient, every parameter gradient), Adam/AdamW+EMA step and
 // normalizer against the float32 CPU reference; relative error ||gpu - cpu|| / ||cpu|| <= 1e-5 per tensor.
+// NN_CUDA_FUSE_OUT cases also run the same model without the flag: with an identity output layer the hidden rows
+// (and so, for the same dy, the input gradient and every parameter gradient) must be the same bits.
 // Skipped (77) without a CUDA device.
 #include <cuda_runtime.h>
 #include <string.h>
@@ -44,6 +46,24 @@ static void mlp_case(const char* name, NnConfig c, int B, double tol) {
   TEST_CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
   down(yg, y_d, 4 * ny), down(dxg, dxo_d, 4 * nx);
   nn_cuda_mlp_get_grads(gm, gg);
+  int ident = c.out_act == NN_ACT_NONE && (c.out_scale == 0 || c.out_scale == 1);
+  if ((g_flags & NN_CUDA_FUSE_OUT) && ident) {  // the unfused model: same dx and gradients, bit for bit
+    NnCudaMlp* um;
+    float *dxu = malloc(4 * nx), *gu = malloc(4 * np);
+    r = nn_cuda_mlp_create(&um, &c, B, ((tol > 1e-4 ? NN_CUDA_TF32 : 0) | g_flags) & ~NN_CUDA_FUSE_OUT, NULL);
+    TEST_CHECK(r == 0, "%s: unfused create: %s", name, nn_strerror(r));
+    if (!r) {
+      TEST_CHECK(nn_cuda_mlp_set_params(um, p) == 0, "unfused set params");
+      TEST_CHECK(nn_cuda_mlp_forward(um, dx_d, B, y_d) == 0 && nn_cuda_mlp_backward(um, dy_d, dxo_d) == 0, "unfused");
+      TEST_CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
+      down(dxu, dxo_d, 4 * nx);
+      nn_cuda_mlp_get_grads(um, gu);
+      TEST_CHECK(!memcmp(dxu, dxg, 4 * nx), "%s: input grads differ from the unfused model's", name);
+      TEST_CHECK(!memcmp(gu, gg, 4 * np), "%s: parameter grads differ from the unfused model's", name);
+      nn_cuda_mlp_destroy(um);
+    }
+    free(dxu), free(gu);
+  }
   double worst = 0, e;
   e = rel(yg, y, (int64_t)ny), worst = fmax(worst, e);
   TEST_CHECK(e <= tol, "%s: output rel err %.3g", name, e);
@@ -171,6 +191,30 @@ int main(void) {
   mlp_case("odd sizes, thin output kernels", odd, 1, 1e-5);
   g_flags = NN_CUDA_NO_VEC;
   mlp_case("actor, scalar row kernels", actor, 2048, 1e-5);
+  // NN_CUDA_FUSE_OUT: output layer inside the last row kernel (32 rows per block: batches 300, 1000, 1 leave a
+  // partial block); h = 128 vector rows, h = 96 / 33 and NO_VEC scalar rows, no LayerNorm with tanh x1.5 output
+  g_flags = NN_CUDA_FUSE_OUT;
+  mlp_case("actor, fused output layer", actor, 2048, 1e-5);
+  mlp_case("critic, fused output layer", critic, 300, 1e-5);
+  NnConfig f7 = {.in_dim = 50, .out_dim = 7, .n_hidden = 2, .hidden = {64, 96}, .act = NN_ACT_ELU, .layer_norm = 1};
+  mlp_case("out 7, in 96, fused", f7, 1000, 1e-5);
+  mlp_case("out 7, in 96, fused, batch 1", f7, 1, 1e-5);
+  NnConfig f5 = {.in_dim = 37, .out_dim = 5, .n_hidden = 2, .hidden = {45, 33}, .act = NN_ACT_SILU, .layer_norm = 0,
+                 .out_act = NN_ACT_TANH, .out_scale = 1.5};
+  mlp_case("in 33 silu, tanh out x1.5, fused", f5, 1000, 1e-5);
+  f5.out_act = NN_ACT_NONE, f5.out_scale = 0, f5.out_dim = 32, f5.hidden[1] = 512;
+  mlp_case("out 32, in 512 silu, fused", f5, 77, 1e-5);
+  mlp_case("width 1024 silu, 256 -> 7, fused", wide, 300, 1e-5);
+  NnConfig nf = {.in_dim = 64, .out_dim = 40, .n_hidden = 2, .hidden = {64, 256}, .act = NN_ACT_ELU, .layer_norm = 1};
+  mlp_case("out 40 (not fused: normal path)", nf, 300, 1e-5);
+  nf.out_dim = 3, nf.hidden[1] = 1024;
+  mlp_case("in 1024 (not fused: normal path)", nf, 300, 1e-5);
+  mlp_case("actor tf32, fused (loose tolerance)", actor, 2048, 2e-2);
+  mlp_case("critic tf32, fused (loose tolerance)", critic, 300, 2e-2);
+  g_flags = NN_CUDA_FUSE_OUT | NN_CUDA_NO_VEC;
+  mlp_case("actor, scalar rows, fused", actor, 2048, 1e-5);
+  g_flags = NN_CUDA_FUSE_OUT | NN_CUDA_THIN;
+  mlp_case("critic, fused forward + thin backward", critic, 300, 1e-5);
   g_flags = 0;
   adam_case();
   norm_case();
