@@ -647,6 +647,11 @@ extern "C" void nn_cuda_mlp_destroy(NnCudaMlp* M) {
   free(M);
 }
 
+extern "C" int nn_cuda_mlp_flags(const NnCudaMlp* M) {
+  return (M->tf32 ? NN_CUDA_TF32 : 0) | (M->splitk ? 0 : NN_CUDA_NO_SPLITK) | (M->vec ? 0 : NN_CUDA_NO_VEC) |
+         (M->thin ? NN_CUDA_THIN : 0) | (M->tune ? NN_CUDA_TUNE : 0) | (M->fuse ? NN_CUDA_FUSE_OUT : 0);
+}
+
 extern "C" int64_t nn_cuda_mlp_param_count(const NnCudaMlp* M) { return M->n_params; }
 extern "C" float* nn_cuda_mlp_params(NnCudaMlp* M) { return M->params; }
 extern "C" float* nn_cuda_mlp_grads(NnCudaMlp* M) { return M->grads; }

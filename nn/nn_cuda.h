@@ -63,6 +63,8 @@ typedef struct NnCudaMlp NnCudaMlp;
 #define NN_CUDA_FUSE_OUT 32
 int nn_cuda_mlp_create(NnCudaMlp** out, const NnConfig* cfg, int max_batch, int flags, void* stream);
 void nn_cuda_mlp_destroy(NnCudaMlp* m);
+// The create flags in effect: NN_CUDA_THIN and NN_CUDA_FUSE_OUT only where the output layer qualifies.
+int nn_cuda_mlp_flags(const NnCudaMlp* m);
 int64_t nn_cuda_mlp_param_count(const NnCudaMlp* m);
 float* nn_cuda_mlp_params(NnCudaMlp* m);  // device (n_params)
 float* nn_cuda_mlp_grads(NnCudaMlp* m);   // device (n_params)

@@ -42,6 +42,11 @@ static int train_steps(const NnConfig* cfg, int B, int flags, int graph, int ste
   NnCudaAdam* a;
   NnAdamConfig ac = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .max_grad_norm = 0.5, .ema_decay = 0.99};
   if (nn_cuda_mlp_create(&m, cfg, B, flags, s) || nn_cuda_mlp_init(m, 3)) return 1;
+  // a requested output-layer kernel option that did not apply fails the run (the tests' networks qualify)
+  if ((flags & (NN_CUDA_THIN | NN_CUDA_FUSE_OUT)) & ~nn_cuda_mlp_flags(m)) {
+    fprintf(stderr, "train_steps: flags %d requested, %d in effect\n", flags, nn_cuda_mlp_flags(m));
+    return 1;
+  }
   int64_t np = nn_cuda_mlp_param_count(m);
   if (nn_cuda_adam_create(&a, &ac, np, nn_cuda_mlp_params(m), s)) return 1;
   size_t nx = (size_t)B * cfg->in_dim, ny = (size_t)B * cfg->out_dim;

@@ -24,6 +24,11 @@ static void mlp_case(const char* name, NnConfig c, int B, double tol) {
   int r = nn_cuda_mlp_create(&gm, &c, B, (tol > 1e-4 ? NN_CUDA_TF32 : 0) | g_flags, NULL);
   TEST_CHECK(r == 0, "%s: cuda create: %s", name, nn_strerror(r));
   if (r) return;
+  if (g_flags & NN_CUDA_FUSE_OUT) {  // applied exactly where the output layer qualifies (out <= 32, in <= 512)
+    int want = c.n_hidden > 0 && c.out_dim <= 32 && c.hidden[c.n_hidden - 1] <= 512;
+    TEST_CHECK(!!(nn_cuda_mlp_flags(gm) & NN_CUDA_FUSE_OUT) == want, "%s: fused %d, expected %d", name,
+               !!(nn_cuda_mlp_flags(gm) & NN_CUDA_FUSE_OUT), want);
+  }
   nn_mlp_init(cm, 77);
   int64_t np = nn_mlp_param_count(cm);
   float* p = nn_mlp_params(cm);
