@@ -14,6 +14,8 @@ with the weight-gradient GEMMs on the second stream as our backward runs them), 
 "ours GEMMs / best PyTorch" is the floor our step cannot go below with those GEMMs: above the target, the target
 is out of reach without faster GEMMs.
 --tune-table: also lists the tuned GEMM shapes whose chosen algorithm differs most from the heuristic's first.
+Other modes of our main table (nn_bench --fuse-out: "fuse_out", "tuned+fuse_out") get a table of their own; the
+ablation (nn_bench --variants, every variant incl. "fuse_out") also gets its ratios to the best PyTorch time.
 """
 import json
 import os
@@ -42,6 +44,13 @@ def ours_time(r, what):
         return None
     v = [r.get(f"{what}_graph_ms"), r.get(f"{what}_eager_ms")]
     v = [x for x in v if x is not None]
+    return min(v) if v else None
+
+
+def torch_best(t, what):
+    if t is None:
+        return None
+    v = [x for x in (t.get(f"{what}_graph_ms"), t.get(f"{what}_eager_ms")) if x is not None]
     return min(v) if v else None
 
 
@@ -135,6 +144,21 @@ def main():
             floor.append(f"| {k[0]} | {k[1]} | {k[2]} | {label} | {fmt(gd)} | {fmt(gu)} | {fmt(g2)} | {fmt(gt)} | "
                          f"{fmt(fl, '.2f')} | {fmt(tshare, '.2f')} | {fmt(over, '.2f')} |")
     print("\n".join(out))
+    other = [m for m in ours if m not in ("default", "tuned") and ours[m]]
+    if other:
+        print("\nOther modes of ours (graph or eager, the faster; ratio to the best PyTorch mode):\n")
+        print("| mode | net | precision | batch | what | ours (ms) | best PyTorch (ms) | ours / best PyTorch | target | met |")
+        print("|---|---|---|---:|---|---:|---:|---:|---:|---|")
+        for m in other:
+            for k in sorted(ours[m], key=lambda k: (k[0] != "actor", k[1] != "fp32", k[2])):
+                target = 0.9 if k[2] >= 262144 else 0.6
+                for what in ("train", "fwd"):
+                    o, best = ours_time(ours[m][k], what), torch_best(torch.get(k), what)
+                    ratio = o / best if o is not None and best else None
+                    met = "-" if ratio is None else ("yes" if ratio <= target else "no")
+                    label = "train step" if what == "train" else "forward"
+                    print(f"| {m} | {k[0]} | {k[1]} | {k[2]} | {label} | {fmt(o)} | {fmt(best)} | "
+                          f"{'-' if ratio is None else f'**{ratio:.2f}**'} | {target} | {met} |")
     print("\nGEMMs only (graph-captured, ms; train = forward + backward GEMMs, no elementwise kernels, no optimizer; "
           "\"2 streams\": weight-gradient GEMMs overlapped as in our backward; ratios use the faster of our modes):\n")
     print("\n".join(floor))
@@ -156,6 +180,21 @@ def main():
                 r = rows[k].get(n)
                 cells.append("-" if r is None else f"{r['train_graph_ms']:.3f} / {r['fwd_graph_ms']:.3f}")
             print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
+        if any(k in torch for k in rows):
+            print("\nAblation / best PyTorch (train step / forward; target 0.6 at 4096 and 65536, 0.9 at 262144):\n")
+            print("| net | precision | batch | " + " | ".join(names) + " |")
+            print("|---|---|---:|" + "---:|" * len(names))
+            for k in sorted(rows, key=lambda k: (k[0] != "actor", k[1] != "fp32", k[2])):
+                t = torch.get(k)
+                cells = []
+                for n in names:
+                    r = rows[k].get(n)
+                    bt, bf = torch_best(t, "train"), torch_best(t, "fwd")
+                    if r is None or not bt or not bf:
+                        cells.append("-")
+                    else:
+                        cells.append(f"{r['train_graph_ms'] / bt:.2f} / {r['fwd_graph_ms'] / bf:.2f}")
+                print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
     acc = [r for r in recs if r.get("impl") == "adjoint" and r.get("kind") == "tf32_accuracy"]
     if acc:
         print("\nTF32 accuracy of `nn/` against its own fp32 mode (same parameters and data, relative L2 error):\n")

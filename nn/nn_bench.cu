@@ -3,7 +3,7 @@
 // batches 4096, 65536, 262144, in fp32 and TF32. Timing: CUDA events around each iteration after warm-up,
 // median over iterations; "graph" replays one captured CUDA graph per step, "eager" launches the kernels.
 // Mode "default" (heuristic's first cuBLASLt algorithm) or, with --tune, "tuned" (NN_CUDA_TUNE; --tune-load /
-// --tune-save read and write the tune table). "GEMMs only": the same plans' cuBLASLt calls of the forward (4) and
+// --tune-save read and write the tune table); --fuse-out adds NN_CUDA_FUSE_OUT (modes "fuse_out", "tuned+fuse_out"). "GEMMs only": the same plans' cuBLASLt calls of the forward (4) and
 // of the train step (4 forward, 4 weight-gradient, 3 data-gradient), nothing else, as one replayed graph; once on
 // one stream in backward's order, once with the weight-gradient GEMMs on the second stream as in backward.
 // bench/nn_torch.py measures PyTorch the same way; bench/nn_report.py puts both side by side.
@@ -130,8 +130,11 @@ static int time_it(Ctx* c, int out_dim, int (*fn)(Ctx*, int), int graph, int ite
   return 0;
 }
 
-static int g_extra_flags = 0;  // --no-splitk, --tune
-static const char* mode_name(void) { return (g_extra_flags & NN_CUDA_TUNE) ? "tuned" : "default"; }
+static int g_extra_flags = 0;  // --no-splitk, --tune, --fuse-out
+static const char* mode_name(void) {
+  if (g_extra_flags & NN_CUDA_FUSE_OUT) return (g_extra_flags & NN_CUDA_TUNE) ? "tuned+fuse_out" : "fuse_out";
+  return (g_extra_flags & NN_CUDA_TUNE) ? "tuned" : "default";
+}
 
 // a failed library call inside ctx_make / time_it also prints the tuner's last message, if any
 static void tune_error_hint(void) {
@@ -201,9 +204,10 @@ static int tf32_accuracy(const Net* net, int B, cudaStream_t s, FILE* js) {
 
 // Ablation: the same timings with kernel choices switched off (graph mode, fewer iterations)
 static int variants(cudaStream_t s, FILE* js) {
-#define NV 6
-  const int fl[NV] = {0, NN_CUDA_NO_VEC, NN_CUDA_THIN, NN_CUDA_NO_VEC | NN_CUDA_THIN, NN_CUDA_NO_SPLITK, NN_CUDA_TUNE};
-  const char* fn[NV] = {"default", "no_vec", "thin", "no_vec+thin", "no_splitk", "tuned"};
+#define NV 8
+  const int fl[NV] = {0, NN_CUDA_NO_VEC, NN_CUDA_THIN, NN_CUDA_NO_VEC | NN_CUDA_THIN, NN_CUDA_NO_SPLITK, NN_CUDA_TUNE,
+                      NN_CUDA_FUSE_OUT, NN_CUDA_TUNE | NN_CUDA_FUSE_OUT};
+  const char* fn[NV] = {"default", "no_vec", "thin", "no_vec+thin", "no_splitk", "tuned", "fuse_out", "tuned+fuse_out"};
   Net all[2] = {net_actor(), net_critic()};
   int bs[2] = {4096, 65536};
   printf("ablation (graph mode, ms; train step / forward):\n%-7s %-5s %6s", "net", "prec", "batch");
@@ -220,6 +224,12 @@ static int variants(cudaStream_t s, FILE* js) {
           // a variant that fails (e.g. tuning) is reported and skipped; the others still run
           if (ctx_make(&c, &all[ni].cfg, bs[bi], tf, s)) {
             printf("   %17s", "FAILED");
+            continue;
+          }
+          // an output-layer option that does not apply to this network would time the default path: not reported
+          if ((fl[v] & (NN_CUDA_THIN | NN_CUDA_FUSE_OUT)) & ~nn_cuda_mlp_flags(c.m)) {
+            printf("   %17s", "n/a");
+            ctx_free(&c);
             continue;
           }
           if (time_it(&c, all[ni].cfg.out_dim, train_step, 1, 40, &t[0]) ||
@@ -288,12 +298,14 @@ int nn_bench_main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--no-splitk")) g_extra_flags |= NN_CUDA_NO_SPLITK;
     else if (!strcmp(argv[i], "--tune")) g_extra_flags |= NN_CUDA_TUNE;
+    else if (!strcmp(argv[i], "--fuse-out")) g_extra_flags |= NN_CUDA_FUSE_OUT;
     else if (!strcmp(argv[i], "--tune-load") && i + 1 < argc) tune_load = argv[++i];
     else if (!strcmp(argv[i], "--tune-save") && i + 1 < argc) tune_out = argv[++i];
     else if (!strcmp(argv[i], "--variants")) do_variants = 1;
     else {
       fprintf(stderr, "usage: adjoint bench nn [--all] [--batch N]... [--net actor|critic] [--tf32 0|1] [--iters N] "
-                      "[--json PATH] [--no-splitk] [--tune] [--tune-load PATH] [--tune-save PATH] [--variants] [--profile]\n");
+                      "[--json PATH] [--no-splitk] [--tune] [--fuse-out] [--tune-load PATH] [--tune-save PATH] [--variants] "
+                      "[--profile]\n");
       return 1;
     }
   }
