@@ -162,34 +162,9 @@ __global__ void k_hidden_fwd4(const float* __restrict__ z, float* __restrict__ y
   float4 a[V];
 #pragma unroll
   for (int i = 0; i < V; i++) a[i] = zr[lane + 32 * i];
-#pragma unroll
-  for (int i = 0; i < V; i++)
-    a[i].x = act_f(act, a[i].x), a[i].y = act_f(act, a[i].y), a[i].z = act_f(act, a[i].z), a[i].w = act_f(act, a[i].w);
-  if (!LN) {
-#pragma unroll
-    for (int i = 0; i < V; i++) yr[lane + 32 * i] = a[i];
-    return;
-  }
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < V; i++) s += a[i].x, s += a[i].y, s += a[i].z, s += a[i].w;
-  float mu = warp_sum(s) / (float)h, v = 0.f;
-#pragma unroll
-  for (int i = 0; i < V; i++) {
-    float d0 = a[i].x - mu, d1 = a[i].y - mu, d2 = a[i].z - mu, d3 = a[i].w - mu;
-    v += d0 * d0, v += d1 * d1, v += d2 * d2, v += d3 * d3;
-  }
-  float rs = 1.f / sqrtf(warp_sum(v) / (float)h + eps);
-  const float4* g4 = (const float4*)gamma;
-  const float4* b4 = (const float4*)beta;
-#pragma unroll
-  for (int i = 0; i < V; i++) {
-    float4 g = g4[lane + 32 * i], b = b4[lane + 32 * i], o;
-    o.x = (a[i].x - mu) * rs * g.x + b.x, o.y = (a[i].y - mu) * rs * g.y + b.y;
-    o.z = (a[i].z - mu) * rs * g.z + b.z, o.w = (a[i].w - mu) * rs * g.w + b.w;
-    yr[lane + 32 * i] = o;
-  }
-  if (lane == 0) mean[row] = mu, rstd[row] = rs;
+  float mu, rs;
+  act_ln_row4<V, LN, false>(a, lane, act, eps, gamma, beta, yr, true, NULL, &mu, &rs);
+  if (LN && lane == 0) mean[row] = mu, rstd[row] = rs;
 }
 
 // Backward for h = 128 V with the column accumulators in shared memory (nw, nq, h), one region per warp, so

@@ -58,39 +58,9 @@ __device__ __forceinline__ void fuse_rows_vec(const float* __restrict__ z, float
     const int row = row0 + r;
     const bool ok = row < B;
     float4* yr = (float4*)(y + (size_t)row * h);
-#pragma unroll
-    for (int i = 0; i < N; i++)
-      a[r][i].x = act_f(act, a[r][i].x), a[r][i].y = act_f(act, a[r][i].y), a[r][i].z = act_f(act, a[r][i].z),
-      a[r][i].w = act_f(act, a[r][i].w);
-    if (!LN) {
-#pragma unroll
-      for (int i = 0; i < N; i++) {
-        if (ok) yr[lane + 32 * i] = a[r][i];
-        rb[r * hq + lane + 32 * i] = a[r][i];
-      }
-      continue;
-    }
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < N; i++) s += a[r][i].x, s += a[r][i].y, s += a[r][i].z, s += a[r][i].w;
-    float mu = warp_sum(s) / (float)h, v = 0.f;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-      float d0 = a[r][i].x - mu, d1 = a[r][i].y - mu, d2 = a[r][i].z - mu, d3 = a[r][i].w - mu;
-      v += d0 * d0, v += d1 * d1, v += d2 * d2, v += d3 * d3;
-    }
-    float rs = 1.f / sqrtf(warp_sum(v) / (float)h + eps);
-    const float4* g4 = (const float4*)gamma;
-    const float4* b4 = (const float4*)beta;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-      float4 g = g4[lane + 32 * i], b = b4[lane + 32 * i], o;
-      o.x = (a[r][i].x - mu) * rs * g.x + b.x, o.y = (a[r][i].y - mu) * rs * g.y + b.y;
-      o.z = (a[r][i].z - mu) * rs * g.z + b.z, o.w = (a[r][i].w - mu) * rs * g.w + b.w;
-      if (ok) yr[lane + 32 * i] = o;
-      rb[r * hq + lane + 32 * i] = o;
-    }
-    if (lane == 0 && ok) mean[row] = mu, rstd[row] = rs;
+    float mu, rs;
+    act_ln_row4<N, LN, true>(a[r], lane, act, eps, gamma, beta, yr, ok, rb + r * hq, &mu, &rs);
+    if (LN && lane == 0 && ok) mean[row] = mu, rstd[row] = rs;
   }
 }
 

@@ -30,6 +30,35 @@ static void* dalloc(size_t bytes) {
   return p;
 }
 
+// the CPU reference's parameters for the GPU comparisons: nn_mlp_init(77), then LayerNorm's gamma = 1 / beta = 0
+// (and any other exact 1 or 0) moved off their initial values so that their gradients are generic; s: the stream
+static float* reference_params(NnMlp* cm, uint64_t* s) {
+  nn_mlp_init(cm, 77);
+  int64_t np = nn_mlp_param_count(cm);
+  float* p = nn_mlp_params(cm);
+  for (int64_t i = 0; i < np; i++)
+    if (p[i] == 1.f || p[i] == 0.f) p[i] += (float)(0.2 * (nn_rng_uniform(s) - 0.5));
+  return p;
+}
+
+// every parameter gradient (per layer: W, b, gamma, beta) of gg against the CPU's g; returns the worst error
+static double check_param_grads(const char* name, const NnConfig* c, const float* gg, const float* g, double tol) {
+  static const char* nm[4] = {"W", "b", "gamma", "beta"};
+  double worst = 0;
+  for (int l = 0; l <= c->n_hidden; l++) {
+    NnLayerOffsets o;
+    nn_layer_offsets(c, l, &o);
+    int64_t offs[4] = {o.w, o.b, o.gamma, o.beta}, cnt[4] = {(int64_t)o.in * o.out, o.out, o.out, o.out};
+    for (int k = 0; k < 4; k++) {
+      if (offs[k] < 0) continue;
+      double e = rel(gg + offs[k], g + offs[k], cnt[k]);
+      worst = fmax(worst, e);
+      TEST_CHECK(e <= tol, "%s: layer %d d%s rel err %.3g", name, l, nm[k], e);
+    }
+  }
+  return worst;
+}
+
 typedef struct {
   float *params, *grads, *ema, *y, *dx;  // (np), (np), (np), (B, out), (B, in): host, malloc'ed
 } Result;

@@ -30,12 +30,9 @@ static void accuracy(const char* name, NnConfig c, int B, int flags, double tol)
   int r = nn_cuda_mlp_create(&gm, &c, B, NN_CUDA_TUNE | flags, NULL);
   TEST_CHECK(r == 0, "%s: cuda create: %s", name, nn_strerror(r));
   if (r) return;
-  nn_mlp_init(cm, 77);
-  int64_t np = nn_mlp_param_count(cm);
-  float* p = nn_mlp_params(cm);
   uint64_t s = 5;
-  for (int64_t i = 0; i < np; i++)  // generic LayerNorm affine parameters
-    if (p[i] == 1.f || p[i] == 0.f) p[i] += (float)(0.2 * (nn_rng_uniform(&s) - 0.5));
+  float* p = reference_params(cm, &s);
+  int64_t np = nn_mlp_param_count(cm);
   TEST_CHECK(nn_cuda_mlp_set_params(gm, p) == 0, "set params");
   size_t nx = (size_t)B * c.in_dim, ny = (size_t)B * c.out_dim;
   float *x = malloc(4 * nx), *dy = malloc(4 * ny), *y = malloc(4 * ny), *yg = malloc(4 * ny), *dx = malloc(4 * nx);
@@ -57,17 +54,7 @@ static void accuracy(const char* name, NnConfig c, int B, int flags, double tol)
   TEST_CHECK(worst <= tol, "%s: output rel err %.3g", name, worst);
   TEST_CHECK(e <= tol, "%s: input grad rel err %.3g", name, e);
   worst = fmax(worst, e);
-  const float* g = nn_mlp_grads(cm);
-  for (int l = 0; l <= c.n_hidden; l++) {
-    NnLayerOffsets o;
-    nn_layer_offsets(&c, l, &o);
-    int64_t offs[4] = {o.w, o.b, o.gamma, o.beta}, cnt[4] = {(int64_t)o.in * o.out, o.out, o.out, o.out};
-    for (int k = 0; k < 4; k++) {
-      if (offs[k] < 0) continue;
-      e = rel(gg + offs[k], g + offs[k], cnt[k]), worst = fmax(worst, e);
-      TEST_CHECK(e <= tol, "%s: layer %d tensor %d rel err %.3g", name, l, k, e);
-    }
-  }
+  worst = fmax(worst, check_param_grads(name, &c, gg, nn_mlp_grads(cm), tol));
   printf("%-40s B=%-5d max rel err vs CPU %.2e (tol %.0e)\n", name, B, worst, tol);
   cudaFree(x_d), cudaFree(dy_d), cudaFree(y_d), cudaFree(dx_d);
   free(x), free(dy), free(y), free(yg), free(dx), free(dxg), free(gg);

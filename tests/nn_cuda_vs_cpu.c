@@ -11,7 +11,6 @@
 #include "tests/nn_cuda_train.h"
 #include "tests/test.h"
 
-
 static void up(void* d, const void* h, size_t b) { TEST_CHECK(cudaMemcpy(d, h, b, cudaMemcpyHostToDevice) == cudaSuccess, "upload"); }
 static void down(void* h, const void* d, size_t b) { TEST_CHECK(cudaMemcpy(h, d, b, cudaMemcpyDeviceToHost) == cudaSuccess, "download"); }
 
@@ -29,12 +28,9 @@ static void mlp_case(const char* name, NnConfig c, int B, double tol) {
     TEST_CHECK(!!(nn_cuda_mlp_flags(gm) & NN_CUDA_FUSE_OUT) == want, "%s: fused %d, expected %d", name,
                !!(nn_cuda_mlp_flags(gm) & NN_CUDA_FUSE_OUT), want);
   }
-  nn_mlp_init(cm, 77);
-  int64_t np = nn_mlp_param_count(cm);
-  float* p = nn_mlp_params(cm);
   uint64_t s = 5;
-  for (int64_t i = 0; i < np; i++)  // generic LayerNorm affine parameters
-    if (p[i] == 1.f || p[i] == 0.f) p[i] += (float)(0.2 * (nn_rng_uniform(&s) - 0.5));
+  float* p = reference_params(cm, &s);
+  int64_t np = nn_mlp_param_count(cm);
   TEST_CHECK(nn_cuda_mlp_set_params(gm, p) == 0, "set params");
   size_t nx = (size_t)B * c.in_dim, ny = (size_t)B * c.out_dim;
   float* x = malloc(4 * nx);
@@ -74,18 +70,7 @@ static void mlp_case(const char* name, NnConfig c, int B, double tol) {
   TEST_CHECK(e <= tol, "%s: output rel err %.3g", name, e);
   e = rel(dxg, dx, (int64_t)nx), worst = fmax(worst, e);
   TEST_CHECK(e <= tol, "%s: input grad rel err %.3g", name, e);
-  const float* g = nn_mlp_grads(cm);
-  for (int l = 0; l <= c.n_hidden; l++) {
-    NnLayerOffsets o;
-    nn_layer_offsets(&c, l, &o);
-    int64_t offs[4] = {o.w, o.b, o.gamma, o.beta}, cnt[4] = {(int64_t)o.in * o.out, o.out, o.out, o.out};
-    const char* nm[4] = {"W", "b", "gamma", "beta"};
-    for (int k = 0; k < 4; k++) {
-      if (offs[k] < 0) continue;
-      e = rel(gg + offs[k], g + offs[k], cnt[k]), worst = fmax(worst, e);
-      TEST_CHECK(e <= tol, "%s: layer %d d%s rel err %.3g", name, l, nm[k], e);
-    }
-  }
+  worst = fmax(worst, check_param_grads(name, &c, gg, nn_mlp_grads(cm), tol));
   printf("%-34s B=%-5d max rel err vs CPU %.2e (tol %.0e)\n", name, B, worst, tol);
   // EMA-style inference with the same parameters matches forward
   TEST_CHECK(nn_cuda_mlp_infer(gm, nn_cuda_mlp_params(gm), dx_d, B, y_d) == 0, "infer");
