@@ -67,3 +67,10 @@ for spec in "$@"; do
 done | tee "$out/timing.txt"
 echo "== evals (name, iteration, elapsed s, return, terminated fraction, forward speed)"
 (head -n1 "$out/evals.csv"; tail -n +2 "$out/evals.csv" | sort -t, -k1,1 -k2,2n)
+if [ "${COMPACT:-0}" = 1 ]; then
+  (cd "$out" && tar czf runs.tgz --exclude='*.h5' --exclude='events*' ./*/metrics.csv ./*/config.yaml ./train_*.log 2>/dev/null)
+  for spec in "$@"; do
+    name=${spec%%=*}
+    rm -rf "${out:?}/$name" "$out/train_$name.log"
+  done
+fi
