@@ -45,33 +45,6 @@ static mjModel* load(const char* name, int integrator, double timestep) {
   return (mjModel*)mj;
 }
 
-typedef struct {
-  const mjModel* mj;
-  mjData* md;
-  int nsub, nstep;
-  unsigned long long sig;  // discrete decisions of the last rollout (contacts, row types and states)
-} Ref;
-
-// MuJoCo rollout of nstep control steps of nsub substeps from (qpos, qvel, ctrl[nstep][nu])
-static void ref_rollout(Ref* r, const double* qpos, const double* qvel, const double* ctrl, double* qpos_out,
-                        double* qvel_out) {
-  const mjModel* m = r->mj;
-  mjData* d = r->md;
-  mj_resetData(m, d);
-  mju_copy(d->qpos, qpos, m->nq);
-  mju_copy(d->qvel, qvel, m->nv);
-  r->sig = SIG_START;
-  for (int t = 0; t < r->nstep; t++) {
-    mju_copy(d->ctrl, ctrl + t * m->nu, m->nu);
-    for (int s = 0; s < r->nsub; s++) {
-      mj_step(m, d);
-      r->sig = sig_step(d, r->sig);
-    }
-  }
-  mju_copy(qpos_out, d->qpos, m->nq);
-  mju_copy(qvel_out, d->qvel, m->nv);
-}
-
 // c' (x'(u + eps e) - x'(u - eps e)) / 2eps for every input coordinate (qpos tangent, qvel, all ctrls)
 // returns 1 when some perturbed rollout took other discrete decisions than the nominal one (signature sig0)
 static int ref_fd(Ref* r, const double* qpos, const double* qvel, const double* ctrl, const double* cq,
@@ -122,28 +95,7 @@ static int settle_steps = 0;  // > 0: MuJoCo steps from the random state under i
 
 static void random_state(const mjModel* m, double qscale, double vscale, double* qpos, double* qvel, double* ctrl,
                          int nstep) {
-  double* e = malloc(sizeof(double) * m->nv);
-  mju_copy(qpos, m->qpos0, m->nq);
-  for (int i = 0; i < m->nv; i++) e[i] = qscale * nrand();
-  mj_integratePos(m, qpos, e, 1);
-  for (int i = 0; i < m->nv; i++) qvel[i] = vscale * nrand();
-  for (int t = 0; t < nstep; t++)
-    for (int a = 0; a < m->nu; a++) {
-      double lo = -1, hi = 1;
-      if (m->actuator_ctrllimited[a]) lo = m->actuator_ctrlrange[2 * a], hi = m->actuator_ctrlrange[2 * a + 1];
-      ctrl[t * m->nu + a] = lo + (hi - lo) * (0.5 + ctrl_spread * (urand() - 0.5));
-    }
-  if (settle_steps > 0) {
-    mjData* d = mj_makeData(m);
-    mju_copy(d->qpos, qpos, m->nq);
-    mju_copy(d->qvel, qvel, m->nv);
-    mju_copy(d->ctrl, ctrl, m->nu);
-    for (int t = 0; t < settle_steps; t++) mj_step(m, d);
-    mju_copy(qpos, d->qpos, m->nq);
-    mju_copy(qvel, d->qvel, m->nv);
-    mj_deleteData(d);
-  }
-  free(e);
+  grad_random_state(m, qscale, vscale, ctrl_spread, settle_steps, nstep, qpos, qvel, ctrl);
 }
 
 // gradient of c'x' over nstep control steps of nsub substeps: ours vs MuJoCo FD. Returns the max error.

@@ -70,31 +70,6 @@ static SimModel* open_model(const char* name, mjModel** mj) {
   return m;
 }
 
-// random state around qpos0, random velocity and ctrl; settle > 0: MuJoCo steps under that ctrl first
-static void random_state(const mjModel* m, double qscale, double vscale, int settle, double* qpos, double* qvel,
-                         double* ctrl) {
-  double* e = malloc(sizeof(double) * m->nv);
-  mju_copy(qpos, m->qpos0, m->nq);
-  for (int i = 0; i < m->nv; i++) e[i] = qscale * nrand();
-  mj_integratePos(m, qpos, e, 1);
-  for (int i = 0; i < m->nv; i++) qvel[i] = vscale * nrand();
-  for (int a = 0; a < m->nu; a++) {
-    double lo = -1, hi = 1;
-    if (m->actuator_ctrllimited[a]) lo = m->actuator_ctrlrange[2 * a], hi = m->actuator_ctrlrange[2 * a + 1];
-    ctrl[a] = lo + (hi - lo) * (0.5 + 0.8 * (urand() - 0.5));
-  }
-  if (settle > 0) {
-    mjData* d = mj_makeData(m);
-    mju_copy(d->qpos, qpos, m->nq);
-    mju_copy(d->qvel, qvel, m->nv);
-    mju_copy(d->ctrl, ctrl, m->nu);
-    for (int t = 0; t < settle; t++) mj_step(m, d);
-    mju_copy(qpos, d->qpos, m->nq);
-    mju_copy(qvel, d->qvel, m->nv);
-    mj_deleteData(d);
-  }
-  free(e);
-}
 
 // ---- MuJoCo reference with a world's parameters written into mjModel ----
 
@@ -141,26 +116,6 @@ static mjModel* ref_model(const char* name, const mjModel* mj0) {
   return mj;
 }
 
-typedef struct {
-  mjModel* mj;
-  mjData* md;
-  unsigned long long sig;  // discrete decisions of the last step (contacts, row types and states)
-} Ref;
-
-static void ref_step(Ref* r, const double* qpos, const double* qvel, const double* ctrl, double* qpos_out,
-                     double* qvel_out) {
-  const mjModel* m = r->mj;
-  mjData* d = r->md;
-  mj_resetData(m, d);
-  mju_copy(d->qpos, qpos, m->nq);
-  mju_copy(d->qvel, qvel, m->nv);
-  mju_copy(d->ctrl, ctrl, m->nu);
-  mj_step(m, d);
-  r->sig = sig_step(d, SIG_START);
-  mju_copy(qpos_out, d->qpos, m->nq);
-  mju_copy(qvel_out, d->qvel, m->nv);
-}
-
 // random parameters around the model's: masses x [0.8, 1.2], COM offsets + 1 cm noise, every friction
 // component x [0.6, 1.4] (distinct values: a tie of the max mixing has no derivative for FD to check)
 static double ipos_noise = 0.01;  // 0: the COM offsets stay the model's (simple bodies keep a diagonal block)
@@ -198,7 +153,7 @@ static int check_state(const mjModel* mj0, SimModel* m, SimData* d, Ref* r, cons
   for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i], d->qacc_warmstart[i] = 0;
   for (int i = 0; i < nu; i++) d->ctrl[i] = ctrl[i];
   TEST_CHECK(sim_control_step(m, d, 1, 1) == 0, "control step");
-  ref_step(r, qpos, qvel, ctrl, qn, vn);
+  ref_rollout(r, qpos, qvel, ctrl, qn, vn);
   unsigned long long sig0 = r->sig;
   int ncon = r->md->ncon;
   TEST_CHECK(ncon == d->ncon[0], "%s state %d: %d contacts, MuJoCo %d", name, st, d->ncon[0], ncon);
@@ -229,7 +184,7 @@ static int check_state(const mjModel* mj0, SimModel* m, SimData* d, Ref* r, cons
     for (int side = 0; side < 2; side++) {
       *prm = save + (side ? eps : -eps);
       if (k < nb) ref_subtreemass(mj);
-      ref_step(r, qpos, qvel, ctrl, qp + side * nq, vp + side * nv);
+      ref_rollout(r, qpos, qvel, ctrl, qp + side * nq, vp + side * nv);
       changed |= r->sig != sig0;
     }
     *prm = save;
@@ -284,7 +239,7 @@ static void check_grad(const char* name, int nstate, double qscale, double vscal
   TEST_CHECK(sim_param_set(m, d, 0, SIM_PARAM_BODY_IPOS, ipos) == 0, "set ipos");
   TEST_CHECK(sim_param_set(m, d, 0, SIM_PARAM_GEOM_FRICTION, fric) == 0, "set friction");
   // the reference: the same values in MuJoCo's model (compiled without simple bodies)
-  Ref r = {ref_model(name, mj0), NULL, 0};
+  Ref r = {ref_model(name, mj0), NULL, 1, 1, 0};
   TEST_CHECK(r.mj != NULL, "%s: reference model", name);
   if (!r.mj) {
     free(mass), free(ipos), free(fric);
@@ -304,7 +259,7 @@ static void check_grad(const char* name, int nstate, double qscale, double vscal
   double med[3] = {0, 0, 0}, mx[3] = {0, 0, 0};
   int compared = 0, fricstates = 0;
   for (int st = 0; st < nstate; st++) {
-    random_state(r.mj, qscale, vscale, settle, qpos, qvel, ctrl);
+    grad_random_state(r.mj, qscale, vscale, 0.8, settle, 1, qpos, qvel, ctrl);
     ParamErr pe;
     if (!check_state(mj0, m, d, &r, name, st, qpos, qvel, ctrl, &pe)) continue;
     compared++;
@@ -344,14 +299,14 @@ static void check_tie(const char* name, int settle) {
   SimData* d = NULL;
   sim_data_create(m, 1, &d);
   int nq = mj0->nq, nv = mj0->nv, nu = mj0->nu;
-  Ref r = {mj0, mj_makeData(mj0), 0};
+  Ref r = {mj0, mj_makeData(mj0), 1, 1, 0};
   double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv), *ctrl = malloc(sizeof(double) * (nu + 1));
   double *cq = malloc(sizeof(double) * nv), *cv = malloc(sizeof(double) * nv), *dq = malloc(sizeof(double) * nv);
   double *qp = malloc(sizeof(double) * 2 * nq), *vp = malloc(sizeof(double) * 2 * nv);
   int checked = 0;
   double worst = 0;
   for (int st = 0; st < 8 && checked < 3; st++) {
-    random_state(mj0, 0.1, 0.5, settle, qpos, qvel, ctrl);
+    grad_random_state(mj0, 0.1, 0.5, 0.8, settle, 1, qpos, qvel, ctrl);
     for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
     sim_tape_clear(m, d);
     for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
@@ -369,11 +324,11 @@ static void check_tie(const char* name, int settle) {
       TEST_CHECK(d->adj_geom_friction[3 * b] == 0 || b == g1, "%s: tie: geom %d (second) got a cotangent", name, b);
     }
     if (!ties || d->adj_geom_friction[3 * g1] == 0) continue;
-    ref_step(&r, qpos, qvel, ctrl, qp, vp);
+    ref_rollout(&r, qpos, qvel, ctrl, qp, vp);
     unsigned long long sig0 = r.sig;
     double save = mj0->geom_friction[3 * g1], eps = 1e-7 * save;
     mj0->geom_friction[3 * g1] = save + eps;
-    ref_step(&r, qpos, qvel, ctrl, qp + nq, vp + nv);
+    ref_rollout(&r, qpos, qvel, ctrl, qp + nq, vp + nv);
     mj0->geom_friction[3 * g1] = save;
     if (r.sig != sig0) continue;
     mj_differentiatePos(mj0, dq, eps, qp, qp + nq);
@@ -455,7 +410,7 @@ static void check_identity(const char* name, int settle) {
   }
   double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv);
   double* ctrl = malloc(sizeof(double) * (nu + 1));
-  random_state(mj, 0.1, 0.5, settle, qpos, qvel, ctrl);
+  grad_random_state(mj, 0.1, 0.5, 0.8, settle, 1, qpos, qvel, ctrl);
   sim_real *u0 = malloc(sizeof(sim_real) * (nu + 1)), *u1 = malloc(sizeof(sim_real) * (2 * nu + 1));
   rollout(m0, d0, qpos, qvel, ctrl, nsub, nstep, u0);
   rollout(m1, d1, qpos, qvel, ctrl, nsub, nstep, u1);
@@ -523,7 +478,7 @@ static void check_worlds(const char* name, int body, int settle) {
   TEST_CHECK(sim_param_set(m1, d1, 2, SIM_PARAM_BODY_MASS, mass) == 0, "set world 2");
   double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv);
   double* ctrl = malloc(sizeof(double) * (nu + 1));
-  random_state(mj, 0.1, 0.5, settle, qpos, qvel, ctrl);
+  grad_random_state(mj, 0.1, 0.5, 0.8, settle, 1, qpos, qvel, ctrl);
   set_state(m0, d0, 0, qpos, qvel, ctrl);
   for (int w = 0; w < nw; w++) set_state(m1, d1, w, qpos, qvel, ctrl);
   for (int s = 0; s < 10; s++) {
@@ -571,7 +526,7 @@ static void check_lanes(const char* name, int settle) {
   sim_param_set(m, d, -1, SIM_PARAM_GEOM_FRICTION, fric);
   double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv);
   double* ctrl = malloc(sizeof(double) * (nu + 1));
-  random_state(mj, 0.1, 0.5, settle, qpos, qvel, ctrl);
+  grad_random_state(mj, 0.1, 0.5, 0.8, settle, 1, qpos, qvel, ctrl);
   int lanes[3] = {1, 5, 32};
   for (int w = 0; w < 3; w++) {
     set_state(m, d, w, qpos, qvel, ctrl);
