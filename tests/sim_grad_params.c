@@ -70,6 +70,19 @@ static SimModel* open_model(const char* name, mjModel** mj) {
   return m;
 }
 
+// open_model and a second import of the same model (two engines to compare); 0 after a failed check
+static int open_two(const char* name, mjModel** mj, SimModel** m0, SimModel** m1) {
+  *m0 = open_model(name, mj);
+  if (!*m0) return 0;
+  *m1 = import(*mj, name);
+  if (!*m1) {
+    sim_model_free(*m0);
+    mj_deleteModel(*mj);
+    return 0;
+  }
+  return 1;
+}
+
 
 // ---- MuJoCo reference with a world's parameters written into mjModel ----
 
@@ -388,14 +401,8 @@ static void rollout(const SimModel* m, SimData* d, const double* qpos, const dou
 // bits of overrides off: forward state and every cotangent of a recorded rollout with contacts
 static void check_identity(const char* name, int settle) {
   mjModel* mj;
-  SimModel* m0 = open_model(name, &mj);
-  if (!m0) return;
-  SimModel* m1 = import(mj, name);
-  if (!m1) {
-    sim_model_free(m0);
-    mj_deleteModel(mj);
-    return;
-  }
+  SimModel *m0, *m1;
+  if (!open_two(name, &mj, &m0, &m1)) return;
   int nsub = 2, nstep = 3, nb = m0->nbody, ng = m0->ngeom, nq = m0->nq, nv = m0->nv, nu = m0->nu;
   sim_adjoint_enable(m0, nsub * nstep);
   sim_adjoint_enable(m1, nsub * nstep);
@@ -459,14 +466,8 @@ static void check_identity(const char* name, int settle) {
 // four worlds, world 2 with body `body`'s mass doubled: it differs, the others equal the no-override run
 static void check_worlds(const char* name, int body, int settle) {
   mjModel* mj;
-  SimModel* m0 = open_model(name, &mj);
-  if (!m0) return;
-  SimModel* m1 = import(mj, name);
-  if (!m1) {
-    sim_model_free(m0);
-    mj_deleteModel(mj);
-    return;
-  }
+  SimModel *m0, *m1;
+  if (!open_two(name, &mj, &m0, &m1)) return;
   int nw = 4, nq = m0->nq, nv = m0->nv, nu = m0->nu, nb = m0->nbody;
   sim_params_enable(m1);
   SimData *d0 = NULL, *d1 = NULL;
