@@ -517,23 +517,15 @@ static void shac_action_targets(Shac* s) {
   double sz = s->beta > 0 ? s->eta * s->beta / (s->sigma * sqrt((double)A)) : 0;
   for (size_t i = 0; i < HN; i++) {
     float* g = tg + i * A;
-    const float* mu = s->mu + i * A;
+    const float *mu = s->mu + i * A, *ac = s->act + i * A;
     double n2 = 0;
     for (int j = 0; j < A; j++) n2 += (double)g[j] * g[j];
-    if (s->beta > 0) {
-      const float* ac = s->act + i * A;
-      double sc = n2 > 0 ? s->eta * (1 - s->beta) / (sqrt(n2) + 1e-8) : 0;
-      double za = sz * (double)s->adv[i];
-      for (int j = 0; j < A; j++) {
-        double a = (double)mu[j] - sc * (double)g[j] + za * ((double)ac[j] - (double)mu[j]);
-        g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
-      }
-    } else {
-      double sc = n2 > 0 ? s->eta / (sqrt(n2) + 1e-8) : 0;
-      for (int j = 0; j < A; j++) {
-        double a = (double)mu[j] - sc * (double)g[j];
-        g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
-      }
+    double sc = n2 > 0 ? s->eta * (1 - s->beta) / (sqrt(n2) + 1e-8) : 0;
+    double za = s->beta > 0 ? sz * (double)s->adv[i] : 0;
+    for (int j = 0; j < A; j++) {
+      double a = (double)mu[j] - sc * (double)g[j];
+      if (s->beta > 0) a += za * ((double)ac[j] - (double)mu[j]);  // beta = 0: not even a +0
+      g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
     }
   }
 }
