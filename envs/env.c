@@ -76,6 +76,16 @@ static int parse_task_params(const EnvTask* tk, const char* spec, double* p, cha
   return 0;
 }
 
+static int obs_dim_under(const EnvTask* tk, const double* p) {
+  return tk->info.obs_dim_of ? tk->info.obs_dim_of(p) : tk->info.obs_dim;
+}
+
+int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen) {
+  double p[SIM_TASK_PARAMS];
+  if (parse_task_params(tk, params, p, err, errlen)) return -1;
+  return obs_dim_under(tk, p);
+}
+
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, uint64_t seed, char* err,
                size_t errlen) {
   return env_create_params(out, task, NULL, nworld, episode_steps, seed, err, errlen);
@@ -99,6 +109,10 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
   }
   double tparam[SIM_TASK_PARAMS];
   if (parse_task_params(tk, params, tparam, err, errlen)) return -1;
+  if (obs_dim_under(tk, tparam) < 1) {
+    snprintf(err, errlen, "task %s: observation size %d under env.params", task, obs_dim_under(tk, tparam));
+    return -1;
+  }
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   opt.disable_add = tk->info.disable_add;
@@ -123,7 +137,7 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
     return -1;
   }
   EnvBatch* e = (EnvBatch*)calloc(1, sizeof(EnvBatch));
-  int O = tk->info.obs_dim, A = tk->info.act_dim;
+  int O = obs_dim_under(tk, tparam), A = tk->info.act_dim;
   e->task = tk, e->mjmodel = mj, e->m = m, e->d = d;
   e->nworld = nworld, e->obs_dim = O, e->act_dim = A;
   e->episode_steps = episode_steps > 0 ? episode_steps : tk->info.episode_steps;

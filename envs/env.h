@@ -54,17 +54,21 @@ typedef struct EnvTaskInfo {
   const char* name;
   const char* model;      // MJCF, found through the asset search path
   int disable_add;        // SimLoadOptions.disable_add (e.g. SIM_DSBL_CONSTRAINT until the solver lands)
-  int obs_dim, act_dim;
+  int obs_dim, act_dim;   // obs_dim: at the default constants (see obs_dim_of)
   int episode_steps;      // time limit in control steps
   int frame_skip;         // physics steps per control step
   int needs_kinematics;   // reward/observe read xpos/xmat: run kinematics after the step
-  const char* const* obs_names;  // (obs_dim) observation element names (for exports and logs)
+  const char* const* obs_names;  // observation element names (for exports and logs), of the largest observation
   const char* const* act_names;  // (act_dim)
   // task constants settable per run (config key env.params, "name=value, ..."), stored in SimModel.task_param
   // in this order; tasks read them as m->task_param[i]
   int nparam;                        // <= SIM_TASK_PARAMS
   const char* const* param_names;    // (nparam)
   const double* param_defaults;      // (nparam)
+  // optional (NULL: obs_dim): the observation size under the constants p (SIM_TASK_PARAMS), for a task whose
+  // observation grows with one of them (the hopper's clock); obs_names covers the largest. env_create_params
+  // resolves it once: every reader takes EnvBatch.obs_dim (or env_task_obs_dim without a batch), never obs_dim
+  int (*obs_dim_of)(const double* p);
 } EnvTaskInfo;
 
 // host-side table of one task (per-world calls)
@@ -210,6 +214,9 @@ int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps /
 // defaults); an unknown name or a bad number is an error naming it ("env.params: ...").
 int env_create_params(EnvBatch** out, const char* task, const char* params, int nworld, int episode_steps,
                       uint64_t seed, char* err, size_t errlen);
+// The observation size env_create_params gives task tk under the spec params (for readers without an EnvBatch,
+// e.g. `adjoint export`); -1 and err on a bad spec.
+int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen);
 void env_destroy(EnvBatch* e);
 // Re-creates the engine data with reverse-mode gradients (sim_adjoint_enable(ntape physics substeps per world)),
 // keeping every world's state (qpos, qvel, ctrl, warm start, applied forces, time, counters). 0 or -1.

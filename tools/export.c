@@ -49,15 +49,6 @@ static int user_error(const char* fmt, const char* a, const char* b) {
   return 2;
 }
 
-// Observation names per task (the task files document them in their header comments).
-// TODO(envs): move these into EnvTaskInfo so that every task declares its own.
-static const char* const kCartpoleObs[] = {"cart_position", "pole_cos", "pole_sin", "cart_velocity",
-                                           "pole_angular_velocity"};
-static const char* const* task_obs_names(const char* task, int obs_dim) {
-  if (!strcmp(task, "cartpole") && obs_dim == 5) return kCartpoleObs;
-  return NULL;
-}
-
 // The actor's NnConfig as the algorithms build it from the config (algo/ppo.c net_config; SHAC squashes its
 // actions with tanh, algo/shac.c's plan).
 static NnAct act_of(const char* s) {
@@ -262,7 +253,8 @@ int export_main(int argc, char** argv) {
   }
   const EnvTask* tk = env_find_task(c.env_task);
   if (!tk) return user_error("config: unknown task '%s'%s", c.env_task, "");
-  int O = tk->info.obs_dim, A = tk->info.act_dim;
+  int O = env_task_obs_dim(tk, c.env_params, err, sizeof(err)), A = tk->info.act_dim;  // env.params may resize it
+  if (O < 1) return user_error("config: %s%s", err, "");
 
   // ---- policy tensors ----
   NnConfig nc;
@@ -346,7 +338,7 @@ int export_main(int argc, char** argv) {
   NnExportMeta meta;
   memset(&meta, 0, sizeof(meta));
   meta.task = c.env_task, meta.algo = c.algo_name, meta.source = ckpt, meta.ema = has_ema;
-  meta.obs_names = task_obs_names(c.env_task, O);
+  meta.obs_names = tk->info.obs_names;  // the first O of the task's names
   meta.act_names = mm.act_names;
   meta.control_dt = mm.dt;
   meta.n_joints = mm.n, meta.joint_names = mm.joint, meta.default_joint_pos = mm.q0, meta.kp = mm.kp, meta.kd = mm.kd;
