@@ -8,18 +8,24 @@
 // model, so the torso height is h = HOPPER_Z0 + qpos[rootz] with HOPPER_Z0 = 1 (standing on the extended leg:
 // h ~ 0.94; rootz = 0 leaves the foot 6 cm above the floor).
 //
-// Observation (13): [qpos[1:7], V * tanh(qvel / V)] = rootz, rooty, waist, hip, knee, ankle, then the 7 joint
-//   velocities softly bounded to +-V (V = HOPPER_VEL_SCALE = 10): Gym clips qvel to +-10; tanh keeps the bound
-//   and a non-zero gradient (slope 1 - tanh^2, ~1 for |qvel| << 10). rootx is not observed (translation).
+// Observation (13; 15 with the clock): [qpos[1:7], V * tanh(qvel / V)] = rootz, rooty, waist, hip, knee, ankle,
+//   then the 7 joint velocities softly bounded to +-V (V = HOPPER_VEL_SCALE = 10): Gym clips qvel to +-10; tanh
+//   keeps the bound and a non-zero gradient (slope 1 - tanh^2, ~1 for |qvel| << 10). rootx is not observed
+//   (translation).
+//   With clock_period = T > 0 (default 0: none) two elements follow, sin and cos of 2 pi t / T, t the simulated
+//   time since the episode's reset (the engine's reset zeroes it, auto-resets included): a phase for a
+//   periodic gait, which the state alone does not give a policy leaving the standing optimum. VJP zero.
 // Action (4): ctrl = clip(a, -1, 1) (the motors' ctrlrange; a NaN action gives ctrl 0).
 // Reward, after the step, at the post-step state: Gym Hopper-v4's forward velocity and control cost, and an
 // alive bonus that is a smooth function of the healthy state (NVlabs/DiffRL's hopper shaping) instead of
 // Gym's constant 1, so that a gradient-based learner sees the termination boundary coming:
 //   r = qvel[rootx] + alive(h, rooty) - ctrl_cost * |ctrl|^2,   ctrl_cost = 1e-3
 //   alive = height + upright:
-//     height:  e = clip(h - (min_height + HOPPER_HEIGHT_TOL), -1, HOPPER_HEIGHT_MAX), then e if e >= 0 else
-//              -HOPPER_HEIGHT_PENALTY e^2   (tol 0.15, max 0.3, penalty 200: +0.19 standing at h ~ 0.94, 0 at
-//              h = 0.75, -4.5 at the termination height 0.6)
+//     height:  e = clip(h - (min_height + HOPPER_HEIGHT_TOL), -1, height_max), then e if e >= 0 else
+//              -HOPPER_HEIGHT_PENALTY e^2   (tol 0.15, height_max 0.3, penalty 200: +0.19 standing at
+//              h ~ 0.94, 0 at h = 0.75, -4.5 at the termination height 0.6). The cap 0.3 (h = 1.05) pays
+//              little above standing; a larger height_max rewards hopping up, to study leaving the standing
+//              optimum.
 //     upright: 1 - (rooty / max_angle)^2   (1 upright, 0 at the termination angle)
 //   so standing still earns ~1.2 per step and hopping forward at v earns ~1.2 + v. qvel[rootx] is the torso
 //   body's forward velocity (m/s) at the end of the control step (Gym uses the step's mean, (x' - x) / dt,
@@ -47,7 +53,6 @@
 #define HOPPER_Z0 1.0            // the torso body's height at rootz = 0 (hopper.xml: body torso pos="0 0 1")
 #define HOPPER_VEL_SCALE 10.0    // observed velocities: V tanh(qvel / V)
 #define HOPPER_HEIGHT_TOL 0.15   // alive: the height term is 0 this far above the termination height
-#define HOPPER_HEIGHT_MAX 0.3    // alive: height term's cap
 #define HOPPER_HEIGHT_PENALTY 200.0  // alive: quadratic penalty below min_height + HOPPER_HEIGHT_TOL
 #define HOPPER_MAX_STATE 100.0   // healthy: |qpos[2:]|, |qvel| < 100
 #define HOPPER_RESET_NOISE 5e-3  // reset noise half-width on qpos (rootx excluded) and qvel
@@ -63,6 +68,8 @@ enum {
   HP_MIN_HEIGHT,      // healthy: torso height h > min_height (0.6 m)
   HP_CTRL_COST,       // control cost weight on |ctrl|^2 (1e-3, Gym's)
   HP_RESET_PUSH,      // > 0: reset adds U(0, push) m/s to qvel[rootx] (0: none, no extra draw)
+  HP_HEIGHT_MAX,      // alive: cap of the height term (0.3, at h = 1.05: little pay for rising above standing)
+  HP_CLOCK_PERIOD,    // > 0: the observation ends with a clock of this period in seconds (0: none, 13 elements)
   HP_NPARAM
 };
 #define HP(m, i) ((m)->task_param[i])
@@ -109,7 +116,7 @@ SIM_FN sim_real hopper_alive(const SimModel* m, const SimWorld* d, sim_real* d_r
   const sim_real amax = (sim_real)HP(m, HP_MAX_ANGLE);
   sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - (sim_real)(HP(m, HP_MIN_HEIGHT) + HOPPER_HEIGHT_TOL), de = 1;
   if (e < -1) e = -1, de = 0;
-  if (e > (sim_real)HOPPER_HEIGHT_MAX) e = (sim_real)HOPPER_HEIGHT_MAX, de = 0;
+  if (e > (sim_real)HP(m, HP_HEIGHT_MAX)) e = (sim_real)HP(m, HP_HEIGHT_MAX), de = 0;
   sim_real height = e, dheight = de;
   if (e < 0) height = -(sim_real)HOPPER_HEIGHT_PENALTY * e * e, dheight = -2 * (sim_real)HOPPER_HEIGHT_PENALTY * e * de;
   sim_real a = d->qpos[2] / amax;
@@ -149,6 +156,12 @@ SIM_FN void hopper_observe(const SimModel* m, const SimWorld* d, sim_real* obs, 
   const sim_real V = (sim_real)HOPPER_VEL_SCALE;
   for (int i = lane; i < m->nq - 1; i += nlane) obs[i] = d->qpos[i + 1];
   for (int i = lane; i < m->nv; i += nlane) obs[m->nq - 1 + i] = V * hopper_tanh(d->qvel[i] / V);
+  const double T = HP(m, HP_CLOCK_PERIOD);
+  if (T > 0 && lane == 0) {  // the clock, in double: the phase of a float time would lose digits
+    double ph = 6.283185307179586 * (double)d->time[0] / T;
+    obs[m->nq - 1 + m->nv] = (sim_real)sin(ph);
+    obs[m->nq + m->nv] = (sim_real)cos(ph);
+  }
   SIM_SYNC();
 }
 
@@ -161,6 +174,7 @@ SIM_FN void hopper_observe_vjp(const SimModel* m, const SimWorld* d, const sim_r
     sim_real t = hopper_tanh(d->qvel[i] / V);
     dqvel[i] += g[m->nq - 1 + i] * (1 - t * t);
   }
+  // the clock (clock_period > 0) depends on the time only: no cotangent
 }
 
 SIM_FN void hopper_reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, sim_real dr,
@@ -187,16 +201,17 @@ SIM_FN void hopper_episode_stats(const SimModel* m, const SimWorld* d, sim_real*
 }
 
 #ifndef __CUDACC__
-static const char* const hopper_obs_names[13] = {
+static const char* const hopper_obs_names[15] = {
     "rootz",     "rooty",     "waist",     "hip",      "knee",      "ankle",     "rootx_vel",
-    "rootz_vel", "rooty_vel", "waist_vel", "hip_vel",  "knee_vel",  "ankle_vel"};
+    "rootz_vel", "rooty_vel", "waist_vel", "hip_vel",  "knee_vel",  "ankle_vel", "clock_sin", "clock_cos"};
 static const char* const hopper_act_names[4] = {"waist", "hip", "knee", "ankle"};
 static const char* const hopper_stat_names[2] = {"forward_distance", "forward_speed"};
-static const char* const hopper_param_names[HP_NPARAM] = {"forward_weight", "speed_cap",  "alive_weight",
-                                                          "upright_weight", "max_angle",  "min_height",
-                                                          "ctrl_cost",      "reset_push"};
-static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0};
+static const char* const hopper_param_names[HP_NPARAM] = {
+    "forward_weight", "speed_cap",  "alive_weight", "upright_weight", "max_angle",   "min_height",
+    "ctrl_cost",      "reset_push", "height_max",   "clock_period"};
+static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.3, 0.0};
+static int hopper_obs_dim(const double* p) { return p[HP_CLOCK_PERIOD] > 0 ? 15 : 13; }
 ENV_TASK_HOST_STATS(hopper, 2, hopper_stat_names,
                     {"hopper", "hopper/hopper.xml", 0, 13, 4, 1000, 4, 0, hopper_obs_names, hopper_act_names,
-                     HP_NPARAM, hopper_param_names, hopper_param_defaults})
+                     HP_NPARAM, hopper_param_names, hopper_param_defaults, hopper_obs_dim})
 #endif

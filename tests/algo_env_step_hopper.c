@@ -1,7 +1,9 @@
 // algo_env_step_hopper: the batched hopper environment on the float32 engine: with zero torques the hopper
 // collapses and its episode terminates early (at the first state outside the healthy bounds, never before),
 // auto-resets to the reset distribution and reports its episode statistics; a short time limit truncates
-// (not terminates) a still-healthy hopper; the reset streams are per world.
+// (not terminates) a still-healthy hopper; the reset streams are per world. With clock_period (and a raised
+// height_max) the observation gains sin/cos of the episode time, which restarts at 0 on an auto-reset, and
+// nothing else changes while the torso stays below either height cap.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +113,49 @@ int main(void) {
   double mr, ml;
   env_recent_stats(b, &mr, &ml);
   TEST_CHECK(ml == 10 && mr > 5 && mr < 15, "mean length %g return %g", ml, mr);
+  env_destroy(a);
+  env_destroy(b);
+
+  // the clock: 15 observations, the last two sin/cos(2 pi t / 0.5) of the world's episode time
+  TEST_CHECK(env_task_obs_dim(env_find_task("hopper"), NULL, err, sizeof(err)) == 13 &&
+                 env_task_obs_dim(env_find_task("hopper"), "clock_period=0.5", err, sizeof(err)) == 15 &&
+                 env_task_obs_dim(env_find_task("hopper"), "clock_period=x", err, sizeof(err)) == -1,
+             "env_task_obs_dim");
+  TEST_CHECK(env_create_params(&a, "hopper", "clock_period=0.5;height_max=0.6", 4, 0, 7, err, sizeof(err)) == 0,
+             "create with the clock: %s", err);
+  TEST_CHECK(env_create(&b, "hopper", 4, 0, 7, err, sizeof(err)) == 0, "create b: %s", err);
+  TEST_CHECK(a->obs_dim == 15 && b->obs_dim == 13, "obs dims %d %d", a->obs_dim, b->obs_dim);
+  int resets = 0, same = 1, steps[4] = {0};
+  for (int t = 1; t <= 300; t++) {
+    for (int w = 0; w < 4; w++) {  // before the step: the clock of the current (possibly just reset) episode
+      const float* o = a->obs + (size_t)w * 15;
+      double tw = a->d->time[w];
+      TEST_CHECK(o[13] == (float)sin(6.283185307179586 * tw / 0.5) && o[14] == (float)cos(6.283185307179586 * tw / 0.5),
+                 "world %d step %d: clock %g %g at t %g", w, t, o[13], o[14], tw);
+      TEST_CHECK(fabs(tw - 0.02 * steps[w]) < 1e-4, "world %d: time %g after %d steps", w, tw, steps[w]);
+      same &= !memcmp(o, b->obs + (size_t)w * 13, sizeof(float) * 13);
+    }
+    env_step(a, act);
+    env_step(b, act);
+    for (int w = 0; w < 4; w++) {
+      steps[w]++;
+      same &= a->reward[w] == b->reward[w] && a->terminated[w] == b->terminated[w];
+      if (!a->terminated[w] && !a->truncated[w]) continue;
+      resets++;
+      // the final observation's clock is at the ended episode's time; the new episode's at 0
+      const float* f = a->final_obs + (size_t)w * 15;
+      double te = 0.02 * steps[w];
+      TEST_CHECK(fabs(f[13] - sin(6.283185307179586 * te / 0.5)) < 1e-3 &&
+                     fabs(f[14] - cos(6.283185307179586 * te / 0.5)) < 1e-3,
+                 "world %d: final clock %g %g after %d steps", w, f[13], f[14], steps[w]);
+      TEST_CHECK(a->d->time[w] == 0 && a->obs[(size_t)w * 15 + 13] == 0 && a->obs[(size_t)w * 15 + 14] == 1,
+                 "world %d: clock restarts at 0 (time %g)", w, a->d->time[w]);
+      steps[w] = 0;
+    }
+  }
+  TEST_CHECK(resets >= 4, "auto-resets %d", resets);
+  TEST_CHECK(same, "the clock or height_max 0.6 changed the other observations, rewards or terminations");
+  printf("clock: %d auto-resets in 300 steps, clock restarted at 0 each time\n", resets);
   env_destroy(a);
   env_destroy(b);
   return test_report("algo_env_step_hopper");

@@ -1,7 +1,9 @@
 // algo_env_vjp_hopper: the hopper task (float64 build of envs/hopper.c) on the real model (hopper/hopper.xml
 // through the float64 engine): observation, reward and action against their documented formulas, the observe /
 // reward / act VJPs against central differences of the forward functions at random states (including fast
-// joints, where the soft velocity bound bends), termination thresholds, and the reset distribution.
+// joints, where the soft velocity bound bends), termination thresholds, and the reset distribution. A third
+// parameter set raises the height cap (height_max 0.6: both sides of the old cap 0.3) and turns the clock on
+// (clock_period 0.5: 15 observations, the last two sin/cos of the time, with no state gradient).
 #define SIM_DOUBLE
 #include "envs/hopper.c"
 
@@ -12,20 +14,21 @@
 #include "tests/test.h"
 
 // the task parameters (envs/hopper.c HP_*): forward weight, speed cap, alive weight, upright weight, max angle,
-// min height, control cost, reset push
-static double P[8];
+// min height, control cost, reset push, height max, clock period
+#define NP 10
+static double P[NP];
 
 // the alive bonus as envs/hopper.c documents it (DiffRL's shaping): height margin term + uprightness term
 static double alive_ref(double rootz, double rooty) {
   double e = 1 + rootz - (P[5] + 0.15);
-  e = e < -1 ? -1 : (e > 0.3 ? 0.3 : e);
+  e = e < -1 ? -1 : (e > P[8] ? P[8] : e);
   double a = rooty / P[4];
   return P[2] * ((e >= 0 ? e : -200 * e * e) + P[3] * (1 - a * a));
 }
 static double forward_ref(double vx) { return P[0] * (P[1] > 0 && vx > P[1] ? P[1] : vx); }
 
 static void set_params(SimModel* m, const double* p) {
-  for (int i = 0; i < 8; i++) P[i] = m->task_param[i] = p[i];
+  for (int i = 0; i < NP; i++) P[i] = m->task_param[i] = p[i];
 }
 
 static double urand(uint64_t* s, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(s); }
@@ -55,14 +58,24 @@ int main(void) {
   TEST_CHECK(info->obs_dim == 13 && info->act_dim == 4 && info->frame_skip == 4 && info->episode_steps == 1000,
              "task info");
 
-  TEST_CHECK(info->nparam == 8 && !strcmp(info->param_names[4], "max_angle"), "task parameters");
-  // the VJPs at the defaults (the committed task) and at a second parameter set (every term re-weighted)
-  static const double other[8] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0};
+  TEST_CHECK(info->nparam == NP && !strcmp(info->param_names[4], "max_angle") &&
+                 !strcmp(info->param_names[8], "height_max") && !strcmp(info->param_names[9], "clock_period") &&
+                 info->param_defaults[8] == 0.3 && info->param_defaults[9] == 0,
+             "task parameters");
+  TEST_CHECK(info->obs_dim_of && info->obs_dim_of(info->param_defaults) == 13, "default observation size");
+  // the VJPs at the defaults (the committed task), at a second parameter set (every term re-weighted) and at a
+  // third (height cap 0.6, clock on)
+  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0};
+  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5};
+  TEST_CHECK(info->obs_dim_of(tall) == 15 && !strcmp(info->obs_names[13], "clock_sin") &&
+                 !strcmp(info->obs_names[14], "clock_cos"), "clock observation size and names");
   uint64_t rng = 2024;
   double worst = 0;
-  int checked = 0;
-  for (int k = 0; k < 400; k++) {
-    set_params(m, k < 300 ? info->param_defaults : other);
+  int checked = 0, above_old_cap = 0, above_cap = 0;
+  for (int k = 0; k < 500; k++) {
+    set_params(m, k < 300 ? info->param_defaults : (k < 400 ? other : tall));
+    const int O = info->obs_dim_of(P);
+    if (k >= 400) d.time[0] = urand(&rng, 0, 20);  // the clock's input (the earlier states keep their draws)
     for (int i = 0; i < 7; i++) d.qpos[i] = urand(&rng, -1, 1);
     double vs = k % 3 == 0 ? 30 : 3;  // a third of the states with fast joints (tanh's bend)
     for (int i = 0; i < 7; i++) d.qvel[i] = urand(&rng, -vs, vs);
@@ -72,8 +85,13 @@ int main(void) {
     for (int i = 0; i < 4; i++)
       TEST_CHECK(d.ctrl[i] == (a[i] > 1 ? 1 : (a[i] < -1 ? -1 : a[i])), "act clip %d: %g -> %g", i, a[i], d.ctrl[i]);
     // forward functions against the documented formulas
-    double obs[13];
+    double obs[15];
     hopper_observe(m, &d, obs, 0, 1);
+    if (O == 15)
+      TEST_CHECK(obs[13] == sin(2 * SIM_PI * d.time[0] / P[9]) && obs[14] == cos(2 * SIM_PI * d.time[0] / P[9]),
+                 "clock at t %g: %g %g", d.time[0], obs[13], obs[14]);
+    double e = 1 + d.qpos[1] - 0.75;  // the height term's argument (min_height 0.6 in every set)
+    if (k >= 400) above_old_cap += e > 0.3 && e < P[8], above_cap += e > P[8];
     for (int i = 0; i < 6; i++) TEST_CHECK(obs[i] == d.qpos[i + 1], "obs %d", i);
     for (int i = 0; i < 7; i++)
       TEST_CHECK(fabs(obs[6 + i] - 10 * tanh(d.qvel[i] / 10)) <= 1e-15 * 10 && fabs(obs[6 + i]) < 10, "obs vel %d", i);
@@ -82,8 +100,8 @@ int main(void) {
     double r = hopper_reward(m, &d, a);
     TEST_CHECK(fabs(r - (forward_ref(d.qvel[0]) + alive_ref(d.qpos[1], d.qpos[2]) - P[6] * u2)) < 1e-12, "reward %g", r);
     // VJPs vs central differences of g . obs + dr * reward over qpos, qvel and the action
-    double g[13], dr = urand(&rng, -2, 2);
-    for (int i = 0; i < 13; i++) g[i] = urand(&rng, -1, 1);
+    double g[15], dr = urand(&rng, -2, 2);
+    for (int i = 0; i < O; i++) g[i] = urand(&rng, -1, 1);
     double dq[7] = {0}, dv[7] = {0}, dc[4] = {0}, da[4] = {0};
     hopper_observe_vjp(m, &d, g, dq, dv);
     hopper_reward_vjp(m, &d, a, dr, dq, dv, dc);
@@ -96,15 +114,16 @@ int main(void) {
     for (int j = 0; j < 18; j++) {
       if (j >= 14 && fabs(fabs(a[j - 14]) - 1) < 1e-5) continue;  // the clip's kink
       if (j == 7 && P[1] > 0 && fabs(d.qvel[0] - P[1]) < 1e-5) continue;  // the speed cap's kink
+      if (j == 1 && fabs(e - P[8]) < 1e-5) continue;                       // the height cap's kink
       double h = 1e-6, f[2];
       for (int s = 0; s < 2; s++) {
         double keep = *vars[j];
         *vars[j] = keep + (s ? -h : h);
         hopper_act(m, &d, a, 0, 1);
-        double o[13];
+        double o[15];
         hopper_observe(m, &d, o, 0, 1);
         f[s] = dr * hopper_reward(m, &d, a);
-        for (int i = 0; i < 13; i++) f[s] += g[i] * o[i];
+        for (int i = 0; i < O; i++) f[s] += g[i] * o[i];
         *vars[j] = keep;
       }
       hopper_act(m, &d, a, 0, 1);
@@ -116,7 +135,12 @@ int main(void) {
     // outside the clip the action gets no gradient; inside, d reward / d a = -2e-3 u
     for (int i = 0; i < 4; i++)
       if (fabs(a[i]) > 1) TEST_CHECK(da[i] == 0, "clipped action %d has gradient %g", i, da[i]);
+    // height_max 0.6: rising between the old cap and the new one pays (d alive / d rootz = 1), above it not
+    if (k >= 400 && e > 0.3 && e < P[8] - 1e-5) TEST_CHECK(fabs(dq[1] - dr * 1 - g[0]) < 1e-12, "dheight %g", dq[1]);
+    if (k >= 400 && e > P[8] + 1e-5) TEST_CHECK(fabs(dq[1] - g[0]) < 1e-12, "capped dheight %g", dq[1]);
   }
+  TEST_CHECK(above_old_cap >= 5 && above_cap >= 5, "height_max states: %d in (0.3, 0.6), %d above", above_old_cap,
+             above_cap);
 
   // termination: healthy upright pose, then each threshold crossed
   set_params(m, info->param_defaults);
@@ -161,7 +185,7 @@ int main(void) {
   TEST_CHECK(fabs(d.qpos[5] - (5 * SIM_PI / 180 + 5e-3)) <= 5e-3 + 1e-12, "knee starts at 5 deg + c: %g", d.qpos[5]);
   // a forward push at reset: qvel[rootx] in [-c, push + c], the same draws otherwise
   {
-    double p[8];
+    double p[NP];
     memcpy(p, info->param_defaults, sizeof(p));
     p[7] = 2.0;
     set_params(m, p);
@@ -186,7 +210,8 @@ int main(void) {
   double st[2];
   hopper_episode_stats(m, &d, st);
   TEST_CHECK(st[0] == 3 && st[1] == 1.5, "stats %g %g", st[0], st[1]);
-  printf("hopper VJPs vs central differences: max rel error %.3g over %d partials\n", worst, checked);
+  printf("hopper VJPs vs central differences: max rel error %.3g over %d partials (%d / %d states between / above "
+         "the caps at height_max 0.6)\n", worst, checked, above_old_cap, above_cap);
   sim_data_free(dd);
   sim_model_free(m);
   sim_free_mjmodel(mj);
