@@ -27,6 +27,10 @@
 //              little above standing; a larger height_max rewards hopping up, to study leaving the standing
 //              optimum.
 //     upright: 1 - (rooty / max_angle)^2   (1 upright, 0 at the termination angle)
+//   hop reference (hop_weight > 0 and clock_period = T > 0; default off): - hop_weight (h - h_ref(t))^2 with
+//     h_ref = hop_center + hop_amplitude sin(2 pi t / T) (1.0 m, 0.1 m): a vertical bounce for the policy to
+//     track, in phase with the observed clock. Its peaks lie above the standing height, so tracking them means
+//     leaving the ground, and the rollouts then hold flights whose gradients the stance alone never shows.
 //   so standing still earns ~1.2 per step and hopping forward at v earns ~1.2 + v. qvel[rootx] is the torso
 //   body's forward velocity (m/s) at the end of the control step (Gym uses the step's mean, (x' - x) / dt,
 //   which a post-step reward cannot see). Paid on every step, the terminating one included. Smooth in
@@ -70,6 +74,9 @@ enum {
   HP_RESET_PUSH,      // > 0: reset adds U(0, push) m/s to qvel[rootx] (0: none, no extra draw)
   HP_HEIGHT_MAX,      // alive: cap of the height term (0.3, at h = 1.05: little pay for rising above standing)
   HP_CLOCK_PERIOD,    // > 0: the observation ends with a clock of this period in seconds (0: none, 13 elements)
+  HP_HOP_WEIGHT,      // > 0 (with clock_period > 0): weight of the hop reference term (0: none)
+  HP_HOP_AMPLITUDE,   // hop reference: amplitude of the torso height's sine (0.1 m)
+  HP_HOP_CENTER,      // hop reference: its centre (1.0 m; standing on the extended leg is h ~ 0.94)
   HP_NPARAM
 };
 #define HP(m, i) ((m)->task_param[i])
@@ -136,10 +143,24 @@ SIM_FN sim_real hopper_forward(const SimModel* m, const SimWorld* d, sim_real* d
   return w * v;
 }
 
+// hop reference term (header) and its derivative with respect to rootz; 0 when off
+SIM_FN sim_real hopper_hop(const SimModel* m, const SimWorld* d, sim_real* d_rootz) {
+  const double w = HP(m, HP_HOP_WEIGHT), T = HP(m, HP_CLOCK_PERIOD);
+  if (d_rootz) *d_rootz = 0;
+  if (!(w > 0 && T > 0)) return 0;
+  double ph = 6.283185307179586 * (double)d->time[0] / T;  // in double, as the clock
+  sim_real ref = (sim_real)(HP(m, HP_HOP_CENTER) + HP(m, HP_HOP_AMPLITUDE) * sin(ph));
+  sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - ref;
+  if (d_rootz) *d_rootz = -2 * (sim_real)w * e;
+  return -(sim_real)w * e * e;
+}
+
 SIM_FN sim_real hopper_reward(const SimModel* m, const SimWorld* d, const sim_real* act) {
   sim_real u2 = 0;
   for (int i = 0; i < m->nu; i++) u2 += d->ctrl[i] * d->ctrl[i];
-  return hopper_forward(m, d, 0) + hopper_alive(m, d, 0, 0) - (sim_real)HP(m, HP_CTRL_COST) * u2;
+  sim_real r = hopper_forward(m, d, 0) + hopper_alive(m, d, 0, 0) - (sim_real)HP(m, HP_CTRL_COST) * u2;
+  if (HP(m, HP_HOP_WEIGHT) > 0) r += hopper_hop(m, d, 0);  // off: the default reward's bits
+  return r;
 }
 
 SIM_FN int hopper_terminated(const SimModel* m, const SimWorld* d) {
@@ -179,11 +200,13 @@ SIM_FN void hopper_observe_vjp(const SimModel* m, const SimWorld* d, const sim_r
 
 SIM_FN void hopper_reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, sim_real dr,
                               sim_real* dqpos, sim_real* dqvel, sim_real* dctrl) {
-  sim_real gz, gy, gx;
+  sim_real gz, gy, gx, gh;
   hopper_alive(m, d, &gz, &gy);
   hopper_forward(m, d, &gx);
+  hopper_hop(m, d, &gh);
   dqvel[0] += dr * gx;
   dqpos[1] += dr * gz;
+  if (HP(m, HP_HOP_WEIGHT) > 0) dqpos[1] += dr * gh;
   dqpos[2] += dr * gy;
   for (int i = 0; i < m->nu; i++) dctrl[i] += dr * (-2 * (sim_real)HP(m, HP_CTRL_COST)) * d->ctrl[i];
 }
@@ -208,8 +231,9 @@ static const char* const hopper_act_names[4] = {"waist", "hip", "knee", "ankle"}
 static const char* const hopper_stat_names[2] = {"forward_distance", "forward_speed"};
 static const char* const hopper_param_names[HP_NPARAM] = {
     "forward_weight", "speed_cap",  "alive_weight", "upright_weight", "max_angle",   "min_height",
-    "ctrl_cost",      "reset_push", "height_max",   "clock_period"};
-static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.3, 0.0};
+    "ctrl_cost",      "reset_push", "height_max",   "clock_period", "hop_weight", "hop_amplitude", "hop_center"};
+static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.3, 0.0,
+                                                          0.0, 0.1, 1.0};
 static int hopper_obs_dim(const double* p) { return p[HP_CLOCK_PERIOD] > 0 ? 15 : 13; }
 ENV_TASK_HOST_STATS(hopper, 2, hopper_stat_names,
                     {"hopper", "hopper/hopper.xml", 0, 13, 4, 1000, 4, 0, hopper_obs_names, hopper_act_names,

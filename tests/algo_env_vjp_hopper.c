@@ -3,7 +3,8 @@
 // reward / act VJPs against central differences of the forward functions at random states (including fast
 // joints, where the soft velocity bound bends), termination thresholds, and the reset distribution. A third
 // parameter set raises the height cap (height_max 0.6: both sides of the old cap 0.3) and turns the clock on
-// (clock_period 0.5: 15 observations, the last two sin/cos of the time, with no state gradient).
+// (clock_period 0.5: 15 observations, the last two sin/cos of the time, with no state gradient); a fourth turns
+// the hop reference on (a term in the torso height and the time).
 #define SIM_DOUBLE
 #include "envs/hopper.c"
 
@@ -15,7 +16,7 @@
 
 // the task parameters (envs/hopper.c HP_*): forward weight, speed cap, alive weight, upright weight, max angle,
 // min height, control cost, reset push, height max, clock period
-#define NP 10
+#define NP 13
 static double P[NP];
 
 // the alive bonus as envs/hopper.c documents it (DiffRL's shaping): height margin term + uprightness term
@@ -24,6 +25,11 @@ static double alive_ref(double rootz, double rooty) {
   e = e < -1 ? -1 : (e > P[8] ? P[8] : e);
   double a = rooty / P[4];
   return P[2] * ((e >= 0 ? e : -200 * e * e) + P[3] * (1 - a * a));
+}
+static double hop_ref(double rootz, double t) {  // the hop reference term (0 unless hop_weight and the clock)
+  if (!(P[10] > 0 && P[9] > 0)) return 0;
+  double e = 1 + rootz - (P[12] + P[11] * sin(2 * SIM_PI * t / P[9]));
+  return -P[10] * e * e;
 }
 static double forward_ref(double vx) { return P[0] * (P[1] > 0 && vx > P[1] ? P[1] : vx); }
 
@@ -65,15 +71,19 @@ int main(void) {
   TEST_CHECK(info->obs_dim_of && info->obs_dim_of(info->param_defaults) == 13, "default observation size");
   // the VJPs at the defaults (the committed task), at a second parameter set (every term re-weighted) and at a
   // third (height cap 0.6, clock on)
-  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0};
-  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5};
+  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0, 0.0, 0.1, 1.0};
+  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5, 0.0, 0.1, 1.0};
+  // a fourth (the hop reference on: weight 2, amplitude 0.15 m about 1.02 m, period 0.4 s)
+  static const double hop[NP] = {1.0, 0.0, 0.5, 1.0, 1.0, 0.6, 1e-3, 0.0, 0.3, 0.4, 2.0, 0.15, 1.02};
+  TEST_CHECK(!strcmp(info->param_names[10], "hop_weight") && info->param_defaults[10] == 0,
+             "hop reference off by default");
   TEST_CHECK(info->obs_dim_of(tall) == 15 && !strcmp(info->obs_names[13], "clock_sin") &&
                  !strcmp(info->obs_names[14], "clock_cos"), "clock observation size and names");
   uint64_t rng = 2024;
   double worst = 0;
   int checked = 0, above_old_cap = 0, above_cap = 0;
-  for (int k = 0; k < 500; k++) {
-    set_params(m, k < 300 ? info->param_defaults : (k < 400 ? other : tall));
+  for (int k = 0; k < 600; k++) {
+    set_params(m, k < 300 ? info->param_defaults : (k < 400 ? other : (k < 500 ? tall : hop)));
     const int O = info->obs_dim_of(P);
     if (k >= 400) d.time[0] = urand(&rng, 0, 20);  // the clock's input (the earlier states keep their draws)
     for (int i = 0; i < 7; i++) d.qpos[i] = urand(&rng, -1, 1);
@@ -91,14 +101,16 @@ int main(void) {
       TEST_CHECK(obs[13] == sin(2 * SIM_PI * d.time[0] / P[9]) && obs[14] == cos(2 * SIM_PI * d.time[0] / P[9]),
                  "clock at t %g: %g %g", d.time[0], obs[13], obs[14]);
     double e = 1 + d.qpos[1] - 0.75;  // the height term's argument (min_height 0.6 in every set)
-    if (k >= 400) above_old_cap += e > 0.3 && e < P[8], above_cap += e > P[8];
+    if (k >= 400 && k < 500) above_old_cap += e > 0.3 && e < P[8], above_cap += e > P[8];
     for (int i = 0; i < 6; i++) TEST_CHECK(obs[i] == d.qpos[i + 1], "obs %d", i);
     for (int i = 0; i < 7; i++)
       TEST_CHECK(fabs(obs[6 + i] - 10 * tanh(d.qvel[i] / 10)) <= 1e-15 * 10 && fabs(obs[6 + i]) < 10, "obs vel %d", i);
     double u2 = 0;
     for (int i = 0; i < 4; i++) u2 += d.ctrl[i] * d.ctrl[i];
     double r = hopper_reward(m, &d, a);
-    TEST_CHECK(fabs(r - (forward_ref(d.qvel[0]) + alive_ref(d.qpos[1], d.qpos[2]) - P[6] * u2)) < 1e-12, "reward %g", r);
+    double rref = forward_ref(d.qvel[0]) + alive_ref(d.qpos[1], d.qpos[2]) - P[6] * u2 + hop_ref(d.qpos[1], d.time[0]);
+    TEST_CHECK(fabs(r - rref) < 1e-12 * (1 + fabs(rref)), "reward %g vs %g", r, rref);
+    if (k >= 500) TEST_CHECK(hop_ref(d.qpos[1], d.time[0]) < 0, "hop term on at state %d", k);
     // VJPs vs central differences of g . obs + dr * reward over qpos, qvel and the action
     double g[15], dr = urand(&rng, -2, 2);
     for (int i = 0; i < O; i++) g[i] = urand(&rng, -1, 1);
@@ -136,8 +148,8 @@ int main(void) {
     for (int i = 0; i < 4; i++)
       if (fabs(a[i]) > 1) TEST_CHECK(da[i] == 0, "clipped action %d has gradient %g", i, da[i]);
     // height_max 0.6: rising between the old cap and the new one pays (d alive / d rootz = 1), above it not
-    if (k >= 400 && e > 0.3 && e < P[8] - 1e-5) TEST_CHECK(fabs(dq[1] - dr * 1 - g[0]) < 1e-12, "dheight %g", dq[1]);
-    if (k >= 400 && e > P[8] + 1e-5) TEST_CHECK(fabs(dq[1] - g[0]) < 1e-12, "capped dheight %g", dq[1]);
+    if (k >= 400 && k < 500 && e > 0.3 && e < P[8] - 1e-5) TEST_CHECK(fabs(dq[1] - dr * 1 - g[0]) < 1e-12, "dheight %g", dq[1]);
+    if (k >= 400 && k < 500 && e > P[8] + 1e-5) TEST_CHECK(fabs(dq[1] - g[0]) < 1e-12, "capped dheight %g", dq[1]);
   }
   TEST_CHECK(above_old_cap >= 5 && above_cap >= 5, "height_max states: %d in (0.3, 0.6), %d above", above_old_cap,
              above_cap);
