@@ -73,6 +73,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(shac, target_tau, FLOAT, "0.2", "[0, 1]", CFG_H, "target critic polyak: targ = tau*targ + (1-tau)*critic") \
   X(shac, actor_grad_norm, FLOAT, "1.0", "[0, inf)", CFG_H, "actor gradient norm clip (0: none)") \
   X(shac, critic_grad_norm, FLOAT, "1.0", "[0, inf)", CFG_H, "critic gradient norm clip (0: none)") \
+  X(shac, noise_correlation, FLOAT, "0", "[0, 1)", CFG_H, "rho: exploration noise e <- rho e + sqrt(1 - rho^2) eps per world and action (stationary std init_noise_std; reset to 0 when a world's episode ends; 0: independent eps per step)") \
   X(nablamimic, action_grad_clip_k, FLOAT, "0", "[0, inf)", CFG_H, "clip per-world action gradients at k x batch median (0: off)") \
   X(nablamimic, target_action_step, FLOAT, "0", "[0, inf)", CFG_H, "target-action regression step eta (0: off)") \
   X(nablamimic, policy_ema_decay, FLOAT, "0", "[0, 1)", CFG_H, "policy parameter EMA decay (0: off)") \

@@ -3,7 +3,12 @@
 // One iteration (algo.horizon = H control steps, N worlds):
 //  1. Rollout from the carried state with the engine tape on (EnvBatch.record): a_t = tanh(z + sigma * eps),
 //     z = actor(norm(o_t)) before its output tanh (sigma = policy.init_noise_std, fixed; eps ~ N(0,1) per world
-//     stream): DiffRL's squashed Gaussian, so actions stay inside the range and keep a gradient. The normalizer is frozen during the rollout and updated with the rollout's observations
+//     stream): DiffRL's squashed Gaussian, so actions stay inside the range and keep a gradient. With
+//     shac.noise_correlation = rho > 0 the noise is temporally correlated (an AR(1) / discrete OU process per
+//     world and action): e <- rho e + sqrt(1 - rho^2) eps (the same eps draws), a_t = tanh(z + sigma * e); e
+//     starts at 0, is kept across iterations (and in checkpoints, "shac/action_noise") and is set to 0 when
+//     the world's episode ends (terminated or truncated at that step). rho = 0: the independent eps above,
+//     bitwise the behaviour before the option. The normalizer is frozen during the rollout and updated with the rollout's observations
 //     after it. Per step we keep the pre-step state (qpos, qvel, ctrl), the post-step state before any
 //     auto-reset (env's final_q* where a world ended), observations, actions, rewards and done flags.
 //  2. Actor loss (DiffRL): -sum_w [sum over the window's episode segments of sum_t gamma^k r_t + gamma^(k+1)
@@ -66,6 +71,7 @@ typedef struct {
   int N, O, A, H, nq, nv, nu, fs, nmb, mb;
   int regress;        // ∇Mimic (b) on
   double clip_k, eta, sigma, beta;  // beta: ∇Mimic (d)
+  double rho, rho_c;                // shac.noise_correlation and sqrt(1 - rho^2)
   const SimModel* m;  // the env's model
   NnMlp* actor_lin;  // the actor without its output tanh (same parameters, copied each iteration): noise goes in
                      // before the tanh, a = tanh(z + sigma * eps), as DiffRL's squashed Gaussian
@@ -75,6 +81,7 @@ typedef struct {
   NnAdamConfig acfg;  // the actor's (for the learning-rate metric)
   int64_t na, nc;
   uint64_t* act_rng;  // (N) exploration noise per world
+  double* noise;      // (N, A) correlated noise state e (rho > 0 only, else NULL)
   SimData* vd;        // scratch worlds for the task VJPs (states loaded from the buffers)
   // rollout (H, N, ...)
   float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;
@@ -113,7 +120,7 @@ static void shac_destroy(void* p) {
   if (s->norm) nn_norm_destroy(s->norm);
   nn_adam_destroy(s->adam_a), nn_adam_destroy(s->adam_c);
   if (s->vd) sim_data_free(s->vd);
-  free(s->act_rng);
+  free(s->act_rng), free(s->noise);
   free(s->obs), free(s->nobs), free(s->mu), free(s->act), free(s->rew), free(s->nxt_obs), free(s->nxt_nobs), free(s->nxt_val);
   free(s->coef_r), free(s->coef_v), free(s->du), free(s->braw);
   free(s->tgt), free(s->term), free(s->trunc);
@@ -137,6 +144,7 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   s->regress = s->eta > 0;
   s->sigma = c->policy_init_noise_std;
   s->beta = c->nablamimic_zeroth_order_weight;
+  s->rho = c->shac_noise_correlation, s->rho_c = sqrt(1 - s->rho * s->rho);
   int64_t HN = (int64_t)s->H * s->N;
   if (s->beta > 0 && !s->regress) {
     snprintf(err, errlen, "shac: nablamimic.zeroth_order_weight > 0 needs nablamimic.target_action_step > 0");
@@ -208,6 +216,7 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
 #define ALLOC(p, type, n) (p = (type*)calloc((n), sizeof(type)), ok = ok && p)
   int ok = 1;
   ALLOC(s->act_rng, uint64_t, N);
+  if (s->rho > 0) ALLOC(s->noise, double, N * A);
   ALLOC(s->obs, float, hn * O), ALLOC(s->nobs, float, hn * O), ALLOC(s->mu, float, hn * A);
   ALLOC(s->act, float, hn * A), ALLOC(s->rew, float, hn), ALLOC(s->nxt_obs, float, hn * O);
   ALLOC(s->nxt_val, float, hn), ALLOC(s->tgt, float, hn), ALLOC(s->term, uint8_t, hn);
@@ -292,14 +301,28 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     memcpy(ob, env->obs, sizeof(float) * N * O);
     normalize(s, ob, N, nob);
     nn_mlp_infer(s->actor_lin, actor_p, nob, N, ac);  // pre-tanh z
-    for (int w = 0; w < N; w++)
-      for (int j = 0; j < A; j++) {
-        size_t i = (size_t)w * A + j;
-        double z = ac[i];
-        mu[i] = (float)tanh(z);
-        if (s->sigma > 0) z += s->sigma * env_rng_normal(&s->act_rng[w]);
-        ac[i] = (float)tanh(z);
-      }
+    if (s->rho > 0) {  // correlated noise (shac_cuda.cu's k_act, the same arithmetic)
+      for (int w = 0; w < N; w++)
+        for (int j = 0; j < A; j++) {
+          size_t i = (size_t)w * A + j;
+          double z = ac[i];
+          mu[i] = (float)tanh(z);
+          if (s->sigma > 0) {
+            s->noise[i] = s->rho * s->noise[i] + s->rho_c * env_rng_normal(&s->act_rng[w]);
+            z += s->sigma * s->noise[i];
+          }
+          ac[i] = (float)tanh(z);
+        }
+    } else {
+      for (int w = 0; w < N; w++)
+        for (int j = 0; j < A; j++) {
+          size_t i = (size_t)w * A + j;
+          double z = ac[i];
+          mu[i] = (float)tanh(z);
+          if (s->sigma > 0) z += s->sigma * env_rng_normal(&s->act_rng[w]);
+          ac[i] = (float)tanh(z);
+        }
+    }
     memcpy(s->pre_q + base * nq, env->d->qpos, sizeof(float) * N * nq);
     memcpy(s->pre_v + base * nv, env->d->qvel, sizeof(float) * N * nv);
     tm->networks += algo_now() - t0;
@@ -314,6 +337,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
       s->rew[i] = env->reward[w];
       s->term[i] = env->terminated[w], s->trunc[i] = env->truncated[w];
       int done = s->term[i] | s->trunc[i];
+      if (done && s->noise) memset(s->noise + (size_t)w * A, 0, sizeof(double) * (size_t)A);  // episode ended
       memcpy(s->post_q + i * nq, done ? env->final_qpos + (size_t)w * nq : env->d->qpos + (size_t)w * nq,
              sizeof(float) * nq);
       memcpy(s->post_v + i * nv, done ? env->final_qvel + (size_t)w * nv : env->d->qvel + (size_t)w * nv,
@@ -628,6 +652,7 @@ static int shac_state(void* p, CkTensor* t, int max, int policy_only) {
   n = ckpt_add(t, n, max, "shac/adam_critic/v", CK_F32, r[1].data, s->nc, 0);
   n = ckpt_add(t, n, max, "shac/adam_critic/step", CK_I64, r[2].data, 1, 0);
   n = ckpt_add(t, n, max, "shac/action_rng", CK_I64, s->act_rng, s->N, 0);
+  if (s->noise) n = ckpt_add(t, n, max, "shac/action_noise", CK_F64, s->noise, s->N, s->A);
   return n;
 }
 

@@ -1,7 +1,8 @@
 // shac_cuda.cu: SHAC and the ∇Mimic options on the CUDA backend (algo_cuda.h). The algorithm of shac.c, step
 // for step (see its header for the math); here every step is a device operation on the legacy default stream:
 //  1. rollout: per control step the actor (nn_cuda, the normalizer frozen) on the observations, k_act (squashed
-//     Gaussian a = tanh(z + sigma eps) per world stream), the fused env step (envs/env_cuda.h) recording the
+//     Gaussian a = tanh(z + sigma eps) per world stream; k_act_corr with shac.noise_correlation > 0, the
+//     episode-end reset of its noise state in k_noise_reset), the fused env step (envs/env_cuda.h) recording the
 //     engine tape and the pre/post-step states;
 //  2. the target critic's values of the next observations and the loss coefficients (k_coef, one thread per
 //     world), and, in one batched backward, the value terms' observation cotangents for every (t, w);
@@ -43,6 +44,7 @@ typedef struct {
   Cfg c;
   int N, O, A, H, nq, nv, nu, nub, fs, nmb, mb, regress;
   double clip_k, eta, sigma;
+  double rho, rho_c;  // shac.noise_correlation and sqrt(1 - rho^2) (shac.c's)
   EnvCuda* E;
   NnCudaMlp *actor_lin, *actor, *critic, *targ;  // actor_lin: the actor without its output tanh (shac.c)
   NnCudaNorm* norm;
@@ -57,10 +59,12 @@ typedef struct {
   int64_t h_astep, h_cstep;
   double h_ncount, *h_nmean, *h_nm2;
   uint64_t* h_rng;
+  double* h_noise;  // (N, A), rho > 0 only
   double* h_metrics;  // pinned (D_NSLOT)
   // device
   void* block;
   uint64_t* act_rng;                                                                          // (N)
+  double* noise;  // (N, A) correlated noise state (rho > 0; zeroed with the block)
   float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;  // (H, N, ...)
   uint8_t *term, *trunc, *nonfinite;
   float *pre_q, *pre_v, *post_q, *post_v, *post_u;
@@ -96,6 +100,34 @@ static __global__ void k_act(const float* __restrict__ z, int N, int A, double s
     act[i] = (float)tanh(zz);
   }
   rng[w] = r;
+}
+
+// shac.noise_correlation = rho > 0 (shac.c): e <- rho e + rho_c eps (rho_c = sqrt(1 - rho^2), from the host),
+// a = tanh(z + sigma e); the same eps draws as k_act, float64 and no fused multiply-add (--fmad=false) as shac.c
+static __global__ void k_act_corr(const float* __restrict__ z, int N, int A, double sigma, double rho, double rho_c,
+                                  uint64_t* rng, double* noise, float* mu, float* act) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= N) return;
+  uint64_t r = rng[w];
+  for (int j = 0; j < A; j++) {
+    size_t i = (size_t)w * A + j;
+    double zz = z[i];
+    mu[i] = (float)tanh(zz);
+    if (sigma > 0) {
+      noise[i] = rho * noise[i] + rho_c * env_rng_normal(&r);
+      zz += sigma * noise[i];
+    }
+    act[i] = (float)tanh(zz);
+  }
+  rng[w] = r;
+}
+
+// the correlated noise state of the worlds whose episode ended at this step (terminated or truncated) to 0
+static __global__ void k_noise_reset(int N, int A, const uint8_t* __restrict__ term, const uint8_t* __restrict__ trunc,
+                                     double* noise) {
+  int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= N || !(term[w] | trunc[w])) return;
+  for (int j = 0; j < A; j++) noise[(size_t)w * A + j] = 0;
 }
 
 // V = 0 after a termination; loss coefficients and the world's part of the actor loss (shac.c step 2)
@@ -245,7 +277,7 @@ static void shac_cuda_destroy(void* p) {
   cudaFree(s->block);
   if (s->h_metrics) cudaFreeHost(s->h_metrics);
   free(s->h_actor), free(s->h_critic), free(s->h_targ), free(s->h_ema), free(s->h_am), free(s->h_av);
-  free(s->h_cm), free(s->h_cv), free(s->h_nmean), free(s->h_nm2), free(s->h_rng);
+  free(s->h_cm), free(s->h_cv), free(s->h_nmean), free(s->h_nm2), free(s->h_rng), free(s->h_noise);
   free(s);
 }
 
@@ -274,6 +306,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   s->clip_k = c->nablamimic_action_grad_clip_k, s->eta = c->nablamimic_target_action_step;
   s->regress = s->eta > 0;
   s->sigma = c->policy_init_noise_std;
+  s->rho = c->shac_noise_correlation, s->rho_c = sqrt(1 - s->rho * s->rho);
   int64_t HN = (int64_t)s->H * s->N;
   if (s->nq != s->nv) {
     snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
@@ -352,6 +385,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   // clang-format off
 #define SLOT(bytes) (off[k++] = sz, sz += ac_al(bytes))
   SLOT(8 * n);                                                       // act_rng
+  SLOT(s->rho > 0 ? 8 * n * a : 0);                                  // noise
   SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn * a), SLOT(4 * hn * a);  // obs nobs mu act
   SLOT(4 * hn), SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn);    // rew nxt_obs nxt_nobs nxt_val
   SLOT(4 * hn), SLOT(4 * hn), SLOT(4 * hn);                          // tgt coef_r coef_v
@@ -379,6 +413,8 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   k = 0;
 #define TAKE(p, type) (p = (type*)(b + off[k++]))
   TAKE(s->act_rng, uint64_t);
+  TAKE(s->noise, double);
+  if (!(s->rho > 0)) s->noise = NULL;
   TAKE(s->obs, float), TAKE(s->nobs, float), TAKE(s->mu, float), TAKE(s->act, float);
   TAKE(s->rew, float), TAKE(s->nxt_obs, float), TAKE(s->nxt_nobs, float), TAKE(s->nxt_val, float);
   TAKE(s->tgt, float), TAKE(s->coef_r, float), TAKE(s->coef_v, float);
@@ -401,8 +437,9 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   s->h_cm = (float*)calloc(nc, 4), s->h_cv = (float*)calloc(nc, 4);
   s->h_nmean = (double*)calloc(o, 8), s->h_nm2 = (double*)calloc(o, 8);
   s->h_rng = (uint64_t*)calloc(n, 8);
+  if (s->rho > 0) s->h_noise = (double*)calloc(n * a, 8);
   if (!s->h_actor || !s->h_ema || !s->h_am || !s->h_av || !s->h_critic || !s->h_targ || !s->h_cm || !s->h_cv ||
-      !s->h_nmean || !s->h_nm2 || !s->h_rng) {
+      !s->h_nmean || !s->h_nm2 || !s->h_rng || (s->rho > 0 && !s->h_noise)) {
     snprintf(err, errlen, "shac (cuda): out of memory");
     shac_cuda_destroy(s);
     return -1;
@@ -460,7 +497,11 @@ static int rollout_grad(ShacCuda* s) {
     AC_CK(cudaMemcpyAsync(ob, env_cuda_obs(s->E), sizeof(float) * N * O, cudaMemcpyDeviceToDevice, 0));
     if (normalize(s, ob, N, nob)) return -1;
     AC_NN(nn_cuda_mlp_infer(s->actor_lin, actor_lin_p, ac_aligned(nob, (long long)N * O, s->xs), N, s->z));
-    k_act<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->act_rng, s->mu + base * A, s->act + base * A);
+    if (s->rho > 0)
+      k_act_corr<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->rho, s->rho_c, s->act_rng, s->noise,
+                                               s->mu + base * A, s->act + base * A);
+    else
+      k_act<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->act_rng, s->mu + base * A, s->act + base * A);
     AC_LAUNCHED();
     EnvCudaRecord rec;
     rec.pre_qpos = s->pre_q + base * nq, rec.pre_qvel = s->pre_v + base * nv;
@@ -471,6 +512,10 @@ static int rollout_grad(ShacCuda* s) {
     if (env_cuda_step(s->E, s->act + base * A, &rec, 1)) {
       fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
       return -1;
+    }
+    if (s->rho > 0) {  // shac.c: the noise state of a world whose episode ended at this step restarts at 0
+      k_noise_reset<<<ac_blocks(N), AC_THREADS>>>(N, A, s->term + base, s->trunc + base, s->noise);
+      AC_LAUNCHED();
     }
   }
   AC_CK(cudaEventRecord(s->ev[1], 0));
@@ -620,6 +665,7 @@ static int shac_cuda_state(void* p, CkTensor* t, int max, int policy_only) {
   n = ckpt_add(t, n, max, "shac/adam_critic/v", CK_F32, s->h_cv, s->nc, 0);
   n = ckpt_add(t, n, max, "shac/adam_critic/step", CK_I64, &s->h_cstep, 1, 0);
   n = ckpt_add(t, n, max, "shac/action_rng", CK_I64, s->h_rng, s->N, 0);
+  if (s->h_noise) n = ckpt_add(t, n, max, "shac/action_noise", CK_F64, s->h_noise, s->N, s->A);
   return n;
 }
 
@@ -633,6 +679,7 @@ static int mirror_download(ShacCuda* s) {
   AC_NN(nn_cuda_adam_download(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep, NULL));
   if (s->norm) AC_NN(nn_cuda_norm_download(s->norm, &s->h_ncount, s->h_nmean, s->h_nm2));
   AC_CK(cudaMemcpy(s->h_rng, s->act_rng, 8 * (size_t)s->N, cudaMemcpyDeviceToHost));
+  if (s->h_noise) AC_CK(cudaMemcpy(s->h_noise, s->noise, 8 * (size_t)s->N * s->A, cudaMemcpyDeviceToHost));
   return 0;
 }
 
@@ -653,6 +700,7 @@ static int shac_cuda_sync(void* p, EnvBatch* env, int to_host) {
   AC_NN(nn_cuda_adam_upload(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep));
   if (s->norm) AC_NN(nn_cuda_norm_upload(s->norm, s->h_ncount, s->h_nmean, s->h_nm2));
   AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
+  if (s->h_noise) AC_CK(cudaMemcpy(s->noise, s->h_noise, 8 * (size_t)s->N * s->A, cudaMemcpyHostToDevice));
   if (env_cuda_upload(s->E, env)) {
     fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
     return -1;

@@ -5,7 +5,9 @@
 // `state` names) goes into the CUDA run's host mirror and up; both sides then roll out and backpropagate
 // from identical states. Compared by relative L2 error: the observations after the rollout, the actor loss,
 // the BPTT parameter gradient (plain SHAC), the clipped per-step action gradients (∇Mimic), and after one full
-// iteration each the critic loss, value mean and actor gradient norm.
+// iteration each the critic loss, value mean and actor gradient norm. The ∇Mimic preset runs a second time with
+// shac.noise_correlation = 0.9 (correlated exploration noise, k_act_corr / k_noise_reset); there the noise state
+// after each compared rollout must also be bitwise the CPU's (the same draws, float64, episode-end resets).
 // From the fresh state (the normalizer's first update from 64 near-identical reset states) the gradient is
 // ill-conditioned in float32: on the CPU alone, a 1e-7 relative perturbation of the actor and the velocities
 // changes it by 5% (the ∇Mimic action gradients by 30-40%), so there only the loss and the observations are
@@ -66,6 +68,18 @@ static void compare(Shac* cs, EnvBatch* ce, void* gs, EnvBatch* ge, const char* 
          label, lc, lg, el, sqrt(gn), eg, ea, eo);
   TEST_CHECK(eo < tol && el < tol && (!grads || (eg < tol && ea < tol)), "%s: CUDA differs from CPU (tol %g)", label,
              tol);
+  if (cs->noise) {  // shac.noise_correlation > 0: the noise state, bitwise
+    CkTensor ts[64];
+    int nt = algo_shac_cuda.state(gs, ts, 64, 0), found = 0;
+    size_t nn = (size_t)cs->N * cs->A, ndiff = 0;
+    for (int i = 0; i < nt; i++)
+      if (!strcmp(ts[i].name, "shac/action_noise") && (size_t)ckpt_count(&ts[i]) == nn) {
+        found = 1;
+        for (size_t k = 0; k < nn; k++) ndiff += ((const double*)ts[i].data)[k] != cs->noise[k];
+      }
+    printf("  %-40s noise state: %zu of %zu differ\n", label, ndiff, nn);
+    TEST_CHECK(found && ndiff == 0, "%s: noise state (found %d): %zu of %zu differ", label, found, ndiff, nn);
+  }
   free(g), free(ag);
 }
 
@@ -131,10 +145,11 @@ static double cpu_sensitivity(const Cfg* c, void* cp, EnvBatch* ce) {
   return r;
 }
 
-static void check(const char* config, const char* label) {
+static void check(const char* config, const char* override, const char* label) {
   Cfg c;
   char err[1024];
   TEST_CHECK(cfg_defaults(&c, err, sizeof(err)) == 0 && cfg_load_yaml(&c, config, err, sizeof(err)) == 0, "%s", err);
+  if (override) TEST_CHECK(cfg_override(&c, override, err, sizeof(err)) == 0, "%s", err);
   EnvBatch *ce = NULL, *ge = NULL;
   int N = (int)c.env_num_envs;
   TEST_CHECK(env_create(&ce, c.env_task, N, 0, (uint64_t)c.run_seed, err, sizeof(err)) == 0, "env: %s", err);
@@ -190,7 +205,8 @@ int main(void) {
     printf("no CUDA device: skipped\n");
     return TEST_SKIP;
   }
-  check("configs/cartpole_shac.yaml", "SHAC");
-  check("configs/cartpole_nablamimic.yaml", "nablamimic");
+  check("configs/cartpole_shac.yaml", NULL, "SHAC");
+  check("configs/cartpole_nablamimic.yaml", NULL, "nablamimic");
+  check("configs/cartpole_nablamimic.yaml", "shac.noise_correlation=0.9", "nablamimic, rho 0.9");
   return test_report("algo_cuda_grad");
 }

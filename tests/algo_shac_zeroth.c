@@ -8,6 +8,14 @@
 //     the batch, clipped to [-3, 3]), the metric advantage_abs_mean and every target action
 //     a* = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) + beta An (a - mu) / (sigma sqrt(A))], -1, 1)
 //     recomputed here in double from the rollout's buffers.
+// And shac.noise_correlation = rho (algo/shac.c's step 1; here beside beta, both being rollout-noise options):
+//   - the key defaults to 0 and refuses 1 and -0.1 naming the key; absent vs explicit 0: the same actor bits;
+//   - rho 0.9: two runs give the same bits, and differ from rho 0;
+//   - after 2 iterations, one more rollout replayed here from copies of the world streams and the noise state:
+//     e <- rho e + sqrt(1 - rho^2) eps, every applied action (float)tanh(z + sigma e) with z recomputed by the
+//     actor, e = 0 after each episode end; the streams and the noise state at the end bitwise as the run's;
+//     resets did happen, and consecutive e within an episode follow e_t+1 ~ rho e_t (least-squares slope, which
+//     the restarts at 0 do not bias; independent noise would give ~0).
 // Includes algo/shac.c for its internals.
 #define _GNU_SOURCE
 #include <math.h>
@@ -145,6 +153,97 @@ static void check_formula(void) {
   env_destroy(e);
 }
 
+static void check_noise_correlation(void) {
+  char err[512];
+  Cfg c;
+  base_cfg(&c);
+  TEST_CHECK(c.shac_noise_correlation == 0, "rho default %g", c.shac_noise_correlation);
+  const char* bad[] = {"shac.noise_correlation=1", "shac.noise_correlation=-0.1"};
+  for (int k = 0; k < 2; k++) {
+    Cfg b = c;
+    err[0] = 0;
+    int rc = cfg_override(&b, bad[k], err, sizeof(err));
+    printf("  %s -> rc %d: %s\n", bad[k], rc, err);
+    TEST_CHECK(rc == CFG_EPARSE && strstr(err, "'shac.noise_correlation'") && strstr(err, "out of range [0, 1)"),
+               "%s: rc %d (%s)", bad[k], rc, err);
+    TEST_CHECK(b.shac_noise_correlation == 0, "%s: value changed to %g", bad[k], b.shac_noise_correlation);
+  }
+  Cfg zero = c, corr = c;
+  TEST_CHECK(cfg_override(&zero, "shac.noise_correlation=0", err, sizeof(err)) == 0, "rho 0: %s", err);
+  TEST_CHECK(cfg_override(&corr, "shac.noise_correlation=0.9", err, sizeof(err)) == 0, "rho 0.9: %s", err);
+  TEST_CHECK(corr.shac_noise_correlation == 0.9, "parsed %g", corr.shac_noise_correlation);
+  TEST_CHECK(cfg_hash(&corr) != cfg_hash(&zero), "rho does not enter the config hash");
+  int64_t na = 0;
+  float* pa = run(&c, 3, &na);
+  float* pz = run(&zero, 3, &na);
+  float* pc = run(&corr, 3, &na);
+  float* pc2 = run(&corr, 3, &na);
+  TEST_CHECK(same_bits(pa, pz, na), "rho absent vs 0: actors differ");
+  TEST_CHECK(same_bits(pc, pc2, na), "rho 0.9, two runs: actors differ");
+  double dmax = 0;
+  for (int64_t i = 0; pa && pc && i < na; i++)
+    if (fabs((double)pc[i] - pa[i]) > dmax) dmax = fabs((double)pc[i] - pa[i]);
+  printf("  rho 0.9 vs 0 after 3 iterations: largest actor parameter difference %.3g\n", dmax);
+  TEST_CHECK(dmax > 1e-5, "rho 0.9 gives (nearly) the same actor as rho 0 (%g)", dmax);
+  free(pa), free(pz), free(pc), free(pc2);
+
+  // one rollout replayed
+  EnvBatch* e = NULL;
+  void* sp = NULL;
+  TEST_CHECK(env_create(&e, "cartpole", (int)corr.env_num_envs, 10, 3, err, sizeof(err)) == 0, "env: %s", err);
+  TEST_CHECK(e && shac_create(&sp, &corr, e, err, sizeof(err)) == 0, "create: %s", err);
+  if (!sp) return;
+  Shac* s = (Shac*)sp;
+  double met[M_COUNT];
+  AlgoTimes tm = {0, 0, 0};
+  for (int k = 0; k < 2; k++) shac_iterate(sp, e, met, &tm);
+  int N = s->N, A = s->A, H = s->H, O = s->O;
+  uint64_t* rng = malloc(sizeof(uint64_t) * N);
+  double* ns = malloc(sizeof(double) * N * A);
+  float* z = malloc(sizeof(float) * N * A);
+  memcpy(rng, s->act_rng, sizeof(uint64_t) * N);
+  memcpy(ns, s->noise, sizeof(double) * N * A);
+  double nz0 = 0;
+  for (int i = 0; i < N * A; i++) nz0 += fabs(ns[i]);
+  TEST_CHECK(nz0 > 0, "noise state all 0 after 2 iterations");
+  shac_rollout_grad(s, e, met, &tm);
+  double rho = corr.shac_noise_correlation, rc = sqrt(1 - rho * rho), sigma = corr.policy_init_noise_std;
+  int bad_act = 0, resets = 0;
+  double sxy = 0, sxx = 0, syy = 0, ss = 0;
+  long cnt = 0;
+  for (int t = 0; t < H; t++) {
+    size_t base = (size_t)t * N;
+    nn_mlp_infer(s->actor_lin, nn_mlp_params(s->actor_lin), s->nobs + base * O, N, z);
+    for (int w = 0; w < N; w++) {
+      int fresh = ns[(size_t)w * A] == 0;  // the first step of an episode (or of the run)
+      for (int j = 0; j < A; j++) {
+        size_t i = (size_t)w * A + j;
+        double prev = ns[i];
+        ns[i] = rho * ns[i] + rc * env_rng_normal(&rng[w]);
+        if (!fresh) sxy += prev * ns[i], sxx += prev * prev, syy += ns[i] * ns[i], cnt++;
+        ss += ns[i] * ns[i];
+        bad_act += s->act[(base + w) * A + j] != (float)tanh((double)z[i] + sigma * ns[i]);
+      }
+      if (s->term[base + w] | s->trunc[base + w]) {
+        resets++;
+        for (int j = 0; j < A; j++) ns[(size_t)w * A + j] = 0;
+      }
+    }
+  }
+  double r1 = sxy / sqrt(sxx * syy), slope = sxy / sxx;
+  printf("  rho %.2f replay: %d of %d actions differ, %d episode ends, lag-1 slope %.3f "
+         "(correlation %.3f) over %ld pairs, rms e %.3f\n",
+         rho, bad_act, H * N * A, resets, slope, r1, cnt, sqrt(ss / (double)(H * N * A)));
+  TEST_CHECK(bad_act == 0, "%d actions differ from tanh(z + sigma e)", bad_act);
+  TEST_CHECK(resets >= N, "only %d episode ends in the window", resets);
+  TEST_CHECK(!memcmp(rng, s->act_rng, sizeof(uint64_t) * N), "streams differ after the replay");
+  TEST_CHECK(!memcmp(ns, s->noise, sizeof(double) * N * A), "noise state differs after the replay");
+  TEST_CHECK(fabs(slope - rho) < 0.25, "lag-1 slope %g (rho %g)", slope, rho);
+  free(rng), free(ns), free(z);
+  shac_destroy(sp);
+  env_destroy(e);
+}
+
 int main(void) {
   char err[512];
   Cfg c;
@@ -179,5 +278,6 @@ int main(void) {
   TEST_CHECK(ph && pa && !same_bits(ph, pa, na), "beta 0.5 gives the same actor as beta 0");
   free(pa), free(pz), free(ph), free(ph2);
   check_formula();
+  check_noise_correlation();
   return test_report("algo_shac_zeroth");
 }
