@@ -7,7 +7,8 @@
 // the BPTT parameter gradient (plain SHAC), the clipped per-step action gradients (∇Mimic), and after one full
 // iteration each the critic loss, value mean and actor gradient norm. The ∇Mimic preset runs a second time with
 // shac.noise_correlation = 0.9 (correlated exploration noise, k_act_corr / k_noise_reset); there the noise state
-// after each compared rollout must also be bitwise the CPU's (the same draws, float64, episode-end resets).
+// after each compared rollout must also equal the CPU's to 1e-12 (the same draws, float64, episode-end resets;
+// not bitwise: CUDA's float64 log and cos in the normal draws may differ from glibc's by an ulp).
 // From the fresh state (the normalizer's first update from 64 near-identical reset states) the gradient is
 // ill-conditioned in float32: on the CPU alone, a 1e-7 relative perturbation of the actor and the velocities
 // changes it by 5% (the ∇Mimic action gradients by 30-40%), so there only the loss and the observations are
@@ -68,17 +69,23 @@ static void compare(Shac* cs, EnvBatch* ce, void* gs, EnvBatch* ge, const char* 
          label, lc, lg, el, sqrt(gn), eg, ea, eo);
   TEST_CHECK(eo < tol && el < tol && (!grads || (eg < tol && ea < tol)), "%s: CUDA differs from CPU (tol %g)", label,
              tol);
-  if (cs->noise) {  // shac.noise_correlation > 0: the noise state, bitwise
+  if (cs->noise) {  // shac.noise_correlation > 0: the noise state, to the last bits of float64
+    // (env_rng_normal's log and cos differ by an ulp between CUDA and glibc: the H200 run had 16-19 of 64
+    // elements not bitwise equal, so the bound is on the difference)
     CkTensor ts[64];
     int nt = algo_shac_cuda.state(gs, ts, 64, 0), found = 0;
     size_t nn = (size_t)cs->N * cs->A, ndiff = 0;
+    double dmax = 0;
     for (int i = 0; i < nt; i++)
       if (!strcmp(ts[i].name, "shac/action_noise") && (size_t)ckpt_count(&ts[i]) == nn) {
         found = 1;
-        for (size_t k = 0; k < nn; k++) ndiff += ((const double*)ts[i].data)[k] != cs->noise[k];
+        for (size_t k = 0; k < nn; k++) {
+          double dk = fabs(((const double*)ts[i].data)[k] - cs->noise[k]);
+          ndiff += dk != 0, dmax = fmax(dmax, dk);
+        }
       }
-    printf("  %-40s noise state: %zu of %zu differ\n", label, ndiff, nn);
-    TEST_CHECK(found && ndiff == 0, "%s: noise state (found %d): %zu of %zu differ", label, found, ndiff, nn);
+    printf("  %-40s noise state: %zu of %zu not bitwise equal, max abs difference %.2e\n", label, ndiff, nn, dmax);
+    TEST_CHECK(found && dmax <= 1e-12, "%s: noise state (found %d): max abs difference %.2e", label, found, dmax);
   }
   free(g), free(ag);
 }
@@ -164,7 +171,9 @@ static void check(const char* config, const char* override, const char* label) {
   Shac* cs = (Shac*)cp;
   char lab[128];
   snprintf(lab, sizeof(lab), "%s, fresh (loss, obs only)", label);
-  compare(cs, ce, gp, ge, lab, 2e-3, 0);
+  // correlated noise carries a step's float32 difference into the next steps' actions: the fresh state's
+  // divergence grows (H200: loss 4.8e-3, observations 6.0e-3 at rho 0.9, vs 2.1e-4 / 1.7e-4 without)
+  compare(cs, ce, gp, ge, lab, cs->noise ? 1e-2 : 2e-3, 0);
   double m1[M_COUNT], m2[M_COUNT];
   AlgoTimes tm = {0, 0, 0};
   int iters = 3;
