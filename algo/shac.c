@@ -301,28 +301,21 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     memcpy(ob, env->obs, sizeof(float) * N * O);
     normalize(s, ob, N, nob);
     nn_mlp_infer(s->actor_lin, actor_p, nob, N, ac);  // pre-tanh z
-    if (s->rho > 0) {  // correlated noise (shac_cuda.cu's k_act, the same arithmetic)
-      for (int w = 0; w < N; w++)
-        for (int j = 0; j < A; j++) {
-          size_t i = (size_t)w * A + j;
-          double z = ac[i];
-          mu[i] = (float)tanh(z);
-          if (s->sigma > 0) {
-            s->noise[i] = s->rho * s->noise[i] + s->rho_c * env_rng_normal(&s->act_rng[w]);
-            z += s->sigma * s->noise[i];
+    for (int w = 0; w < N; w++)
+      for (int j = 0; j < A; j++) {
+        size_t i = (size_t)w * A + j;
+        double z = ac[i];
+        mu[i] = (float)tanh(z);
+        if (s->sigma > 0) {
+          double eps = env_rng_normal(&s->act_rng[w]);
+          if (s->noise) {  // correlated noise (shac_cuda.cu's k_act_corr, the same arithmetic)
+            s->noise[i] = s->rho * s->noise[i] + s->rho_c * eps;
+            eps = s->noise[i];
           }
-          ac[i] = (float)tanh(z);
+          z += s->sigma * eps;
         }
-    } else {
-      for (int w = 0; w < N; w++)
-        for (int j = 0; j < A; j++) {
-          size_t i = (size_t)w * A + j;
-          double z = ac[i];
-          mu[i] = (float)tanh(z);
-          if (s->sigma > 0) z += s->sigma * env_rng_normal(&s->act_rng[w]);
-          ac[i] = (float)tanh(z);
-        }
-    }
+        ac[i] = (float)tanh(z);
+      }
     memcpy(s->pre_q + base * nq, env->d->qpos, sizeof(float) * N * nq);
     memcpy(s->pre_v + base * nv, env->d->qvel, sizeof(float) * N * nv);
     tm->networks += algo_now() - t0;
