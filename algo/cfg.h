@@ -77,7 +77,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(nablamimic, action_grad_clip_k, FLOAT, "0", "[0, inf)", CFG_H, "clip per-world action gradients at k x batch median (0: off)") \
   X(nablamimic, target_action_step, FLOAT, "0", "[0, inf)", CFG_H, "target-action regression step eta (0: off)") \
   X(nablamimic, policy_ema_decay, FLOAT, "0", "[0, 1)", CFG_H, "policy parameter EMA decay (0: off)") \
-  X(nablamimic, zeroth_order_weight, FLOAT, "0", "[0, 1]", CFG_H, "beta: weight of a likelihood-ratio (advantage x noise) direction in the target actions, 1 - beta on the first-order one (0: off; needs target_action_step > 0; CPU only)")
+  X(nablamimic, zeroth_order_weight, FLOAT, "0", "[0, 1]", CFG_H, "beta: weight of a likelihood-ratio (advantage x noise) direction in the target actions, 1 - beta on the first-order one (0: off; needs target_action_step > 0)")
 // clang-format on
 
 typedef struct {

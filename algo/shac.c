@@ -36,7 +36,7 @@
 //      (full batch), instead of one step on the raw BPTT gradient. Worlds with g_w = 0 keep a* = mu.
 //  (c) nablamimic.policy_ema_decay = d: Adam keeps an EMA of the actor parameters after every actor step;
 //      evaluation (act_eval) and export ("shac/ema") use it.
-//  (d) nablamimic.zeroth_order_weight = beta in (0, 1] (needs (b); CPU only, shac_cuda.cu refuses it): a
+//  (d) nablamimic.zeroth_order_weight = beta in (0, 1] (needs (b); shac_cuda.cu: k_adv, k_targets_zo): a
 //      zeroth-order (likelihood-ratio, PPO-like) direction mixed into (b)'s targets, so that the regression can
 //      follow returns the first-order gradient does not see (e.g. a hopper's lift-off). Before the actor
 //      update: advantages A_t(w) = G_t(w) - V_targ(s_t(w)), G the TD(lambda) targets of step 5 (computed

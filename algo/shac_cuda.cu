@@ -11,9 +11,14 @@
 //     median of |dL/da| over the worlds by selection, ∇Mimic (a)'s limit and clip count), k_clip, the actor's
 //     recomputed forward and backward (input gradient), the normalizer backward and the observe VJP at the
 //     pre-step state (env_cuda_pre_state_cotangent) for the cotangent carried to t-1;
-//  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets then SHAC_REGRESSION_STEPS Adam steps),
-//  5. TD(lambda) targets (k_td, one thread per world), critic minibatch passes, k_polyak, normalizer update.
-// ∇Mimic (d) (nablamimic.zeroth_order_weight > 0) is CPU-only for now: create refuses it.
+//  then, as shac.c, the TD(lambda) targets of step 5 first (k_td, one thread per world; rollout data only) and,
+//     with ∇Mimic (d) (nablamimic.zeroth_order_weight = beta > 0), the advantages: the target critic on the
+//     rollout's normalized observations, then k_adv (one block: A = G - V_targ, its mean and std over the finite
+//     samples in float64 by per-thread strided sums and the fixed tree, An = clip((A - mean) / (std + 1e-8),
+//     -3, 3), metric advantage_abs_mean);
+//  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets, or k_targets_zo with (d), then
+//     SHAC_REGRESSION_STEPS Adam steps),
+//  5. critic minibatch passes on the TD(lambda) targets, k_polyak, normalizer update.
 // Scalars for the metrics accumulate in a device array (float64) and come back once, with the environment's
 // episode statistics, at the end of the iteration.
 #include <cuda_runtime.h>
@@ -36,14 +41,14 @@ static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",
 // clang-format on
 enum {
   M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_ADV, M_COUNT
-};  // M_ADV (∇Mimic (d), CPU only) stays 0 here
+};  // M_ADV: ∇Mimic (d) only (0 when off)
 // device scalars beyond the metrics
 enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
 
 typedef struct {
   Cfg c;
   int N, O, A, H, nq, nv, nu, nub, fs, nmb, mb, regress;
-  double clip_k, eta, sigma;
+  double clip_k, eta, sigma, beta;  // beta: ∇Mimic (d)
   double rho, rho_c;  // shac.noise_correlation and sqrt(1 - rho^2) (shac.c's)
   EnvCuda* E;
   NnCudaMlp *actor_lin, *actor, *critic, *targ;  // actor_lin: the actor without its output tanh (shac.c)
@@ -74,6 +79,7 @@ typedef struct {
   float *dx, *dobs, *xs;       // (N, O); xs: aligned copy of a step's input
   float* gsum;                 // (na)
   float *gtarget, *ybuf;       // (H N, A)
+  float* adv;                  // (H N) ∇Mimic (d): V_targ, then the normalized, clipped advantages (beta > 0 only)
   float *cx, *cy, *cdy;        // critic minibatch (mb, O), (mb), (mb)
   double* dpart;               // per-world / per-element partial sums (max(H N A, N))
   double* metrics;             // (D_NSLOT)
@@ -214,6 +220,58 @@ static __global__ void k_targets(float* g, const float* __restrict__ mu, long lo
   }
 }
 
+// ∇Mimic (d) (shac.c's shac_advantages), one block over the n = H N samples: v holds V_targ(s_t) and gets
+// A = tgt - v (float, as shac.c), then An = clip((A - mean) / (std + 1e-8), -3, 3) with the mean and (population)
+// std over the finite A (float64: per-thread strided sums, then ac_block_sum's fixed tree); non-finite A: An = 0.
+// M[M_ADV] = mean |A| over the finite ones (0 if none). Each thread reads back only the elements it wrote.
+static __global__ void k_adv(const float* __restrict__ tgt, float* v, long long n, double* M) {
+  __shared__ double sh[AC_RED_THREADS];
+  double sum = 0, sabs = 0, cnt = 0, var = 0;
+  for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS) {
+    float a = (float)((double)tgt[i] - (double)v[i]);
+    v[i] = a;
+    if (!isfinite(a)) continue;
+    sum += a, sabs += fabs((double)a), cnt += 1;
+  }
+  sum = ac_block_sum(sum, sh);
+  sabs = ac_block_sum(sabs, sh);
+  cnt = ac_block_sum(cnt, sh);
+  double mean = cnt > 0 ? sum / cnt : 0;
+  for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS)
+    if (isfinite(v[i])) var += ((double)v[i] - mean) * ((double)v[i] - mean);
+  var = ac_block_sum(var, sh);
+  double sd = cnt > 0 ? sqrt(var / cnt) : 0;
+  for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS) {
+    if (!isfinite(v[i])) {
+      v[i] = 0;
+      continue;
+    }
+    double z = ((double)v[i] - mean) / (sd + 1e-8);
+    v[i] = (float)(z > 3 ? 3 : (z < -3 ? -3 : z));
+  }
+  if (threadIdx.x == 0) M[M_ADV] = cnt > 0 ? sabs / cnt : 0;
+}
+
+// ∇Mimic (b) + (d), beta > 0 (shac.c's shac_action_targets): a* = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) +
+// beta An (a - mu) / (sigma sqrt(A))], -1, 1) in place of g; sz = eta beta / (sigma sqrt(A)) from the host
+static __global__ void k_targets_zo(float* g, const float* __restrict__ mu, const float* __restrict__ act,
+                                    const float* __restrict__ adv, long long n, int A, double eta, double beta,
+                                    double sz) {
+  long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  float* gr = g + r * A;
+  const float *m = mu + r * A, *ac = act + r * A;
+  double n2 = 0;
+  for (int j = 0; j < A; j++) n2 += (double)gr[j] * gr[j];
+  double sc = n2 > 0 ? eta * (1 - beta) / (sqrt(n2) + 1e-8) : 0;
+  double za = sz * (double)adv[r];
+  for (int j = 0; j < A; j++) {
+    double a = (double)m[j] - sc * (double)gr[j];
+    a += za * ((double)ac[j] - (double)m[j]);
+    gr[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
+  }
+}
+
 // y <- (y - target) / n (the regression loss's gradient), part = 0.5 (y - target)^2
 static __global__ void k_reg_grad(float* y, const float* __restrict__ tg, long long n, double HN, double* part) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -292,10 +350,6 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
       snprintf(err, errlen, "shac (cuda): metric %d differs from shac.c's", i);
       return -1;
     }
-  if (c->nablamimic_zeroth_order_weight > 0) {
-    snprintf(err, errlen, "shac (cuda): nablamimic.zeroth_order_weight is CPU-only for now (run.device cpu)");
-    return -1;
-  }
   ShacCuda* s = (ShacCuda*)calloc(1, sizeof(ShacCuda));
   if (!s) return -1;
   s->c = *c;
@@ -306,8 +360,14 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   s->clip_k = c->nablamimic_action_grad_clip_k, s->eta = c->nablamimic_target_action_step;
   s->regress = s->eta > 0;
   s->sigma = c->policy_init_noise_std;
+  s->beta = c->nablamimic_zeroth_order_weight;
   s->rho = c->shac_noise_correlation, s->rho_c = sqrt(1 - s->rho * s->rho);
   int64_t HN = (int64_t)s->H * s->N;
+  if (s->beta > 0 && !s->regress) {  // shac.c's check
+    snprintf(err, errlen, "shac: nablamimic.zeroth_order_weight > 0 needs nablamimic.target_action_step > 0");
+    free(s);
+    return -1;
+  }
   if (s->nq != s->nv) {
     snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
     free(s);
@@ -397,6 +457,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   SLOT(4 * n * o), SLOT(4 * n * o), SLOT(4 * n * o);                 // dx dobs xs
   SLOT(4 * (size_t)s->na);                                           // gsum
   SLOT(4 * hn * a), SLOT(4 * hn * a);                                // gtarget ybuf
+  SLOT(s->beta > 0 ? 4 * hn : 0);                                    // adv
   SLOT(4 * mbz * o), SLOT(4 * mbz), SLOT(4 * mbz);                   // cx cy cdy
   SLOT(8 * part), SLOT(8 * D_NSLOT), SLOT(8 * 2);                    // dpart metrics constr
 #undef SLOT
@@ -426,6 +487,8 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   TAKE(s->dx, float), TAKE(s->dobs, float), TAKE(s->xs, float);
   TAKE(s->gsum, float);
   TAKE(s->gtarget, float), TAKE(s->ybuf, float);
+  TAKE(s->adv, float);
+  if (!(s->beta > 0)) s->adv = NULL;
   TAKE(s->cx, float), TAKE(s->cy, float), TAKE(s->cdy, float);
   TAKE(s->dpart, double), TAKE(s->metrics, double), TAKE(s->constr, long long);
 #undef TAKE
@@ -572,6 +635,37 @@ static int rollout_grad(ShacCuda* s) {
   return 0;
 }
 
+// TD(lambda) targets for the critic (step 5) and, with ∇Mimic (d), the actor's advantages (rollout data only;
+// shac.c's order: before the actor update)
+static int td_advantages(ShacCuda* s) {
+  const int N = s->N, H = s->H;
+  const long long HN = (long long)H * N;
+  double* M = s->metrics;
+  k_td<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->c.algo_lambda, s->rew, s->nxt_val, s->term, s->trunc,
+                                     s->tgt, s->dpart);
+  AC_LAUNCHED();
+  if (ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE)) return -1;
+  if (s->beta > 0) {
+    AC_NN(nn_cuda_mlp_forward(s->targ, s->nobs, (int)HN, s->adv));  // V_targ(s_t)
+    k_adv<<<1, AC_RED_THREADS>>>(s->tgt, s->adv, HN, M);
+    AC_LAUNCHED();
+  }
+  return 0;
+}
+
+// ∇Mimic (b) (+ (d) when beta > 0): the action gradients in s->gtarget become the target actions
+static int action_targets(ShacCuda* s) {
+  const long long HN = (long long)s->H * s->N;
+  if (s->beta > 0) {
+    double sz = s->eta * s->beta / (s->sigma * sqrt((double)s->A));  // shac.c's
+    k_targets_zo<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, s->act, s->adv, HN, s->A, s->eta, s->beta, sz);
+  } else {
+    k_targets<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, HN, s->A, s->eta);
+  }
+  AC_LAUNCHED();
+  return 0;
+}
+
 static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   ShacCuda* s = (ShacCuda*)p;
   const int N = s->N, O = s->O, A = s->A, H = s->H;
@@ -579,6 +673,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
   double* M = s->metrics;
   float* actor_p = nn_cuda_mlp_params(s->actor);
   if (rollout_grad(s)) return -1;
+  if (td_advantages(s)) return -1;
   // ---- 4. actor update ----
   if (!s->regress) {
     AC_NN(nn_cuda_adam_step(s->adam_a, actor_p, s->gsum));
@@ -586,9 +681,8 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
     k_scalar_set<<<1, 1>>>(M + M_GRADNORM, nn_cuda_adam_grad_norm_dev(s->adam_a), 1.0);
     AC_LAUNCHED();
   } else {
-    // ∇Mimic (b): fixed targets, then regression steps (full batch)
-    k_targets<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, HN, A, s->eta);
-    AC_LAUNCHED();
+    // ∇Mimic (b) (+ (d)): fixed targets, then regression steps (full batch)
+    if (action_targets(s)) return -1;
     for (int k = 0; k < SHAC_REGRESSION_STEPS; k++) {
       AC_NN(nn_cuda_mlp_forward(s->actor, s->nobs, (int)HN, s->ybuf));
       k_reg_grad<<<ac_blocks(HN * A), AC_THREADS>>>(s->ybuf, s->gtarget, HN * A, (double)HN, s->dpart);
@@ -601,11 +695,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
       AC_LAUNCHED();
     }
   }
-  // ---- 5. critic: TD(lambda) targets, minibatch passes, target update ----
-  k_td<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->c.algo_lambda, s->rew, s->nxt_val, s->term, s->trunc,
-                                     s->tgt, s->dpart);
-  AC_LAUNCHED();
-  if (ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE)) return -1;
+  // ---- 5. critic: minibatch passes on the TD(lambda) targets (computed above), target update ----
   float* cp = nn_cuda_mlp_params(s->critic);
   const int mb = s->mb;
   const int iters = (int)s->c.shac_critic_iterations;
@@ -735,6 +825,22 @@ extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss,
   if (loss) *loss = s->h_metrics[M_ACTOR];
   if (grad) AC_CK(cudaMemcpy(grad, s->gsum, 4 * (size_t)s->na, cudaMemcpyDeviceToHost));
   if (action_grad) AC_CK(cudaMemcpy(action_grad, s->gtarget, 4 * (size_t)s->H * s->N * s->A, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+// Test hook (tests/algo_cuda_grad.c declares it): after algo_shac_cuda_rollout_grad, the iteration's TD(lambda)
+// targets, advantages (∇Mimic (d)) and target actions (∇Mimic (b)) as shac_cuda_iterate computes them, downloaded:
+// targets (H N A), adv (H N, beta > 0 only), *adv_abs_mean (metric advantage_abs_mean). Needs ∇Mimic (b).
+extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv, double* adv_abs_mean);
+extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv, double* adv_abs_mean) {
+  ShacCuda* s = (ShacCuda*)p;
+  if (!s->regress) return -1;
+  if (td_advantages(s) || action_targets(s)) return -1;
+  const size_t HN = (size_t)s->H * s->N;
+  AC_CK(cudaMemcpy(s->h_metrics, s->metrics, 8 * D_NSLOT, cudaMemcpyDeviceToHost));
+  if (adv_abs_mean) *adv_abs_mean = s->h_metrics[M_ADV];
+  if (targets) AC_CK(cudaMemcpy(targets, s->gtarget, 4 * HN * s->A, cudaMemcpyDeviceToHost));
+  if (adv && s->adv) AC_CK(cudaMemcpy(adv, s->adv, 4 * HN, cudaMemcpyDeviceToHost));
   return 0;
 }
 

@@ -8,7 +8,12 @@
 // iteration each the critic loss, value mean and actor gradient norm. The ∇Mimic preset runs a second time with
 // shac.noise_correlation = 0.9 (correlated exploration noise, k_act_corr / k_noise_reset); there the noise state
 // after each compared rollout must also equal the CPU's to 1e-12 (the same draws, float64, episode-end resets;
-// not bitwise: CUDA's float64 log and cos in the normal draws may differ from glibc's by an ulp).
+// not bitwise: CUDA's float64 log and cos in the normal draws may differ from glibc's by an ulp). It runs a third
+// time with nablamimic.zeroth_order_weight = 0.5 (∇Mimic (d)): at the well-conditioned state, after the compared
+// rollout, both sides also compute the iteration's TD(lambda) targets, advantages and target actions (shac.c's
+// shac_td_targets / shac_advantages / shac_action_targets; shac_cuda.cu's k_td / k_adv / k_targets_zo through
+// algo_shac_cuda_action_targets); the target actions, the normalized advantages and advantage_abs_mean are compared
+// at the same 1e-3, and advantage_abs_mean also after the full iteration.
 // From the fresh state (the normalizer's first update from 64 near-identical reset states) the gradient is
 // ill-conditioned in float32: on the CPU alone, a 1e-7 relative perturbation of the actor and the velocities
 // changes it by 5% (the ∇Mimic action gradients by 30-40%), so there only the loss and the observations are
@@ -39,6 +44,10 @@
 // than kCondTol (at most kMaxIters CPU iterations); there the CUDA run must agree to 1e-3
 static const double kCondTol = 1e-4;
 static const int kMaxIters = 10;
+
+// shac_cuda.cu's test hook (not in algo_cuda.h): after algo_shac_cuda_rollout_grad, the iteration's target actions
+// (H N A), normalized advantages (H N, ∇Mimic (d)) and advantage_abs_mean
+int algo_shac_cuda_action_targets(void* s, float* targets, float* adv, double* adv_abs_mean);
 
 static double rel_l2(const float* a, const float* b, size_t n) {
   double d = 0, r = 0;
@@ -86,6 +95,22 @@ static void compare(Shac* cs, EnvBatch* ce, void* gs, EnvBatch* ge, const char* 
       }
     printf("  %-40s noise state: %zu of %zu not bitwise equal, max abs difference %.2e\n", label, ndiff, nn, dmax);
     TEST_CHECK(found && dmax <= 1e-12, "%s: noise state (found %d): max abs difference %.2e", label, found, dmax);
+  }
+  if (grads && cs->beta > 0) {  // ∇Mimic (d): the target actions, which carry the advantages
+    double mc[M_COUNT], advg = 0;
+    memset(mc, 0, sizeof(mc));
+    shac_td_targets(cs, mc);
+    shac_advantages(cs, mc);
+    shac_action_targets(cs);
+    size_t hn = (size_t)cs->H * cs->N;
+    float* adv = malloc(sizeof(float) * hn);
+    TEST_CHECK(algo_shac_cuda_action_targets(gs, ag, adv, &advg) == 0, "%s: CUDA action targets failed", label);
+    double et = rel_l2(ag, cs->gtarget, hna), ev = rel_l2(adv, cs->adv, hn);
+    double em = fabs(advg - mc[M_ADV]) / fmax(fabs(mc[M_ADV]), 1e-30);
+    printf("  %-40s action targets rel %.1e  advantages rel %.1e  advantage_abs_mean cpu %.6e cuda %.6e (rel %.1e)\n",
+           label, et, ev, mc[M_ADV], advg, em);
+    TEST_CHECK(et < tol && ev < tol && em < tol, "%s: CUDA targets differ from CPU (tol %g)", label, tol);
+    free(adv);
   }
   free(g), free(ag);
 }
@@ -198,8 +223,9 @@ static void check(const char* config, const char* override, const char* label) {
   TEST_CHECK(algo_shac_cuda.iterate(gp, ge, m2, &tm) == 0, "cuda iterate");
   printf("  %-40s critic loss cpu %.6e cuda %.6e, value mean cpu %.6e cuda %.6e, grad norm cpu %.6e cuda %.6e\n", label,
          m1[M_CRITIC], m2[M_CRITIC], m1[M_VALUE], m2[M_VALUE], m1[M_GRADNORM], m2[M_GRADNORM]);
-  for (int k = 0; k < 3; k++) {
-    int i = k == 0 ? M_CRITIC : (k == 1 ? M_VALUE : M_GRADNORM);
+  printf("  %-40s advantage_abs_mean cpu %.6e cuda %.6e\n", label, m1[M_ADV], m2[M_ADV]);
+  for (int k = 0; k < 4; k++) {
+    int i = k == 0 ? M_CRITIC : (k == 1 ? M_VALUE : (k == 2 ? M_GRADNORM : M_ADV));
     TEST_CHECK(fabs(m1[i] - m2[i]) <= 1e-3 * fabs(m1[i]) + 1e-9, "%s: metric %s: cpu %g cuda %g", label, kMetrics[i],
                m1[i], m2[i]);
   }
@@ -217,5 +243,6 @@ int main(void) {
   check("configs/cartpole_shac.yaml", NULL, "SHAC");
   check("configs/cartpole_nablamimic.yaml", NULL, "nablamimic");
   check("configs/cartpole_nablamimic.yaml", "shac.noise_correlation=0.9", "nablamimic, rho 0.9");
+  check("configs/cartpole_nablamimic.yaml", "nablamimic.zeroth_order_weight=0.5", "nablamimic, beta 0.5");
   return test_report("algo_cuda_grad");
 }
