@@ -111,5 +111,5 @@ static const char* const cartpole_obs_names[5] = {"cart_position", "pole_cos", "
                                                   "pole_angular_velocity"};
 static const char* const cartpole_act_names[1] = {"slide"};
 ENV_TASK_HOST(cartpole, {"cartpole", "cartpole/cartpole.xml", CARTPOLE_DISABLE_CONSTRAINT ? SIM_DSBL_CONSTRAINT : 0,
-                         5, 1, 1000, 1, 0, cartpole_obs_names, cartpole_act_names, 0, NULL, NULL, NULL})
+                         5, 1, 1000, 1, 0, cartpole_obs_names, cartpole_act_names, 0, NULL, NULL, NULL, NULL})
 #endif

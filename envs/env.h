@@ -69,6 +69,10 @@ typedef struct EnvTaskInfo {
   // observation grows with one of them (the hopper's clock); obs_names covers the largest. env_create_params
   // resolves it once: every reader takes EnvBatch.obs_dim (or env_task_obs_dim without a batch), never obs_dim
   int (*obs_dim_of)(const double* p);
+  // optional (NULL: none): model load options under the constants p, applied before the model is compiled into
+  // the engine (e.g. the hopper's gear_scale); the MuJoCo model kept beside it gets the same. Returns 0, or
+  // non-zero with a message naming the bad constant
+  int (*load_options)(const double* p, SimLoadOptions* opt, char* err, size_t errlen);
 } EnvTaskInfo;
 
 // host-side table of one task (per-world calls)

@@ -31,6 +31,8 @@
 //     h_ref = hop_center + hop_amplitude sin(2 pi t / T) (1.0 m, 0.1 m): a vertical bounce for the policy to
 //     track, in phase with the observed clock. Its peaks lie above the standing height, so tracking them means
 //     leaving the ground, and the rollouts then hold flights whose gradients the stance alone never shows.
+// Strength: gear_scale (1) multiplies every motor's gear at load (5: 150 / 200 / 150 / 50 N m, about Gym
+//   Hopper's 200 per motor), to study whether the target is a matter of this model's weak motors.
 //   so standing still earns ~1.2 per step and hopping forward at v earns ~1.2 + v. qvel[rootx] is the torso
 //   body's forward velocity (m/s) at the end of the control step (Gym uses the step's mean, (x' - x) / dt,
 //   which a post-step reward cannot see). Paid on every step, the terminating one included. Smooth in
@@ -77,6 +79,7 @@ enum {
   HP_HOP_WEIGHT,      // > 0 (with clock_period > 0): weight of the hop reference term (0: none)
   HP_HOP_AMPLITUDE,   // hop reference: amplitude of the torso height's sine (0.1 m)
   HP_HOP_CENTER,      // hop reference: its centre (1.0 m; standing on the extended leg is h ~ 0.94)
+  HP_GEAR_SCALE,      // every motor's gear times this (1: the model's 30 / 40 / 30 / 10 N m)
   HP_NPARAM
 };
 #define HP(m, i) ((m)->task_param[i])
@@ -224,6 +227,7 @@ SIM_FN void hopper_episode_stats(const SimModel* m, const SimWorld* d, sim_real*
 }
 
 #ifndef __CUDACC__
+#include <stdio.h>  // snprintf (load options)
 static const char* const hopper_obs_names[15] = {
     "rootz",     "rooty",     "waist",     "hip",      "knee",      "ankle",     "rootx_vel",
     "rootz_vel", "rooty_vel", "waist_vel", "hip_vel",  "knee_vel",  "ankle_vel", "clock_sin", "clock_cos"};
@@ -231,11 +235,20 @@ static const char* const hopper_act_names[4] = {"waist", "hip", "knee", "ankle"}
 static const char* const hopper_stat_names[2] = {"forward_distance", "forward_speed"};
 static const char* const hopper_param_names[HP_NPARAM] = {
     "forward_weight", "speed_cap",  "alive_weight", "upright_weight", "max_angle",   "min_height",
-    "ctrl_cost",      "reset_push", "height_max",   "clock_period", "hop_weight", "hop_amplitude", "hop_center"};
+    "ctrl_cost",      "reset_push", "height_max",   "clock_period", "hop_weight", "hop_amplitude", "hop_center",
+    "gear_scale"};
 static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.3, 0.0,
-                                                          0.0, 0.1, 1.0};
+                                                          0.0, 0.1, 1.0, 1.0};
 static int hopper_obs_dim(const double* p) { return p[HP_CLOCK_PERIOD] > 0 ? 15 : 13; }
+static int hopper_load_options(const double* p, SimLoadOptions* o, char* err, size_t errlen) {
+  if (!(p[HP_GEAR_SCALE] > 0 && p[HP_GEAR_SCALE] <= 100)) {
+    snprintf(err, errlen, "gear_scale = %g is outside (0, 100]", p[HP_GEAR_SCALE]);
+    return -1;
+  }
+  if (p[HP_GEAR_SCALE] != 1) o->gear_scale = p[HP_GEAR_SCALE];  // 1: untouched (the default bits)
+  return 0;
+}
 ENV_TASK_HOST_STATS(hopper, 2, hopper_stat_names,
                     {"hopper", "hopper/hopper.xml", 0, 13, 4, 1000, 4, 0, hopper_obs_names, hopper_act_names,
-                     HP_NPARAM, hopper_param_names, hopper_param_defaults, hopper_obs_dim})
+                     HP_NPARAM, hopper_param_names, hopper_param_defaults, hopper_obs_dim, hopper_load_options})
 #endif

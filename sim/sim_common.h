@@ -29,6 +29,7 @@ typedef struct SimLoadOptions {
   double tolerance;        // >= 0 to override
   int disable_add;         // disable flags to set (e.g. SIM_DSBL_CONTACT)
   int enable_add;          // enable flags to set
+  double gear_scale;       // > 0 to multiply every actuator's gear (a task's strength parameter); else keep
 } SimLoadOptions;
 
 void sim_load_options_default(SimLoadOptions* o);

@@ -18,6 +18,7 @@ void sim_load_options_default(SimLoadOptions* o) {
   o->tolerance = -1;
   o->disable_add = 0;
   o->enable_add = 0;
+  o->gear_scale = -1;
 }
 
 static int file_exists(const char* p) {
@@ -61,6 +62,8 @@ int sim_load_mjcf(const char* name, const SimLoadOptions* opt, void** out, char*
     if (opt->tolerance >= 0) m->opt.tolerance = opt->tolerance;
     m->opt.disableflags |= opt->disable_add;
     m->opt.enableflags |= opt->enable_add;
+    if (opt->gear_scale > 0)  // all six components (the transmission scales them alike)
+      for (int i = 0; i < 6 * m->nu; i++) m->actuator_gear[i] *= opt->gear_scale;
   }
   *out = m;
   return SIM_OK;

@@ -158,5 +158,29 @@ int main(void) {
   printf("clock: %d auto-resets in 300 steps, clock restarted at 0 each time\n", resets);
   env_destroy(a);
   env_destroy(b);
+
+  // gear_scale: every motor's gear times the constant at load (the engine's moments with it); the same state
+  // and action then move the joints differently; bad values are refused naming the constant
+  TEST_CHECK(env_create_params(&a, "hopper", "gear_scale=5", 2, 0, 7, err, sizeof(err)) == 0, "gear 5: %s", err);
+  TEST_CHECK(env_create(&b, "hopper", 2, 0, 7, err, sizeof(err)) == 0, "create b: %s", err);
+  for (int i = 0; i < b->m->nu; i++)
+    TEST_CHECK(a->m->actuator_gear[i] == 5 * b->m->actuator_gear[i] && b->m->actuator_gear[i] > 0,
+               "gear %d: %g vs 5 x %g", i, a->m->actuator_gear[i], b->m->actuator_gear[i]);
+  for (int k = 0; k < 4; k++) act[k] = 0.5f;
+  env_step(a, act);
+  env_step(b, act);
+  double dmax = 0;
+  for (int i = 3; i < 7; i++) dmax = fmax(dmax, fabs((double)a->d->qvel[i] - (double)b->d->qvel[i]));
+  TEST_CHECK(dmax > 0.1, "gear 5 vs 1: joint velocities after one step differ by %g only", dmax);
+  env_destroy(a);
+  env_destroy(b);
+  const char* bad_gear[3] = {"gear_scale=0", "gear_scale=-1", "gear_scale=1000"};
+  for (int i = 0; i < 3; i++) {
+    EnvBatch* c = NULL;
+    TEST_CHECK(env_create_params(&c, "hopper", bad_gear[i], 2, 0, 7, err, sizeof(err)) != 0 && !c &&
+                   strstr(err, "gear_scale"), "%s: refused with '%s'", bad_gear[i], err);
+  }
+  printf("gear_scale 5: gears x5, joint velocities after one step differ by up to %.3g rad/s; 0, -1, 1000 refused\n",
+         dmax);
   return test_report("algo_env_step_hopper");
 }

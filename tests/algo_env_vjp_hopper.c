@@ -16,7 +16,7 @@
 
 // the task parameters (envs/hopper.c HP_*): forward weight, speed cap, alive weight, upright weight, max angle,
 // min height, control cost, reset push, height max, clock period
-#define NP 13
+#define NP 14
 static double P[NP];
 
 // the alive bonus as envs/hopper.c documents it (DiffRL's shaping): height margin term + uprightness term
@@ -71,10 +71,10 @@ int main(void) {
   TEST_CHECK(info->obs_dim_of && info->obs_dim_of(info->param_defaults) == 13, "default observation size");
   // the VJPs at the defaults (the committed task), at a second parameter set (every term re-weighted) and at a
   // third (height cap 0.6, clock on)
-  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0, 0.0, 0.1, 1.0};
-  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5, 0.0, 0.1, 1.0};
+  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0, 0.0, 0.1, 1.0, 1.0};
+  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5, 0.0, 0.1, 1.0, 1.0};
   // a fourth (the hop reference on: weight 2, amplitude 0.15 m about 1.02 m, period 0.4 s)
-  static const double hop[NP] = {1.0, 0.0, 0.5, 1.0, 1.0, 0.6, 1e-3, 0.0, 0.3, 0.4, 2.0, 0.15, 1.02};
+  static const double hop[NP] = {1.0, 0.0, 0.5, 1.0, 1.0, 0.6, 1e-3, 0.0, 0.3, 0.4, 2.0, 0.15, 1.02, 1.0};
   TEST_CHECK(!strcmp(info->param_names[10], "hop_weight") && info->param_defaults[10] == 0,
              "hop reference off by default");
   TEST_CHECK(info->obs_dim_of(tall) == 15 && !strcmp(info->obs_names[13], "clock_sin") &&
