@@ -308,7 +308,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
         mu[i] = (float)tanh(z);
         if (s->sigma > 0) {
           double eps = env_rng_normal(&s->act_rng[w]);
-          if (s->noise) {  // correlated noise (shac_cuda.cu's k_act_corr, the same arithmetic)
+          if (s->noise) {  // correlated noise (shac_cuda.cu's k_act, the same arithmetic)
             s->noise[i] = s->rho * s->noise[i] + s->rho_c * eps;
             eps = s->noise[i];
           }

@@ -1,7 +1,7 @@
 // shac_cuda.cu: SHAC and the ∇Mimic options on the CUDA backend (algo_cuda.h). The algorithm of shac.c, step
 // for step (see its header for the math); here every step is a device operation on the legacy default stream:
 //  1. rollout: per control step the actor (nn_cuda, the normalizer frozen) on the observations, k_act (squashed
-//     Gaussian a = tanh(z + sigma eps) per world stream; k_act_corr with shac.noise_correlation > 0, the
+//     Gaussian a = tanh(z + sigma eps) per world stream; correlated eps with shac.noise_correlation > 0, the
 //     episode-end reset of its noise state in k_noise_reset), the fused env step (envs/env_cuda.h) recording the
 //     engine tape and the pre/post-step states;
 //  2. the target critic's values of the next observations and the loss coefficients (k_coef, one thread per
@@ -92,26 +92,11 @@ static uint64_t mix(uint64_t seed, uint64_t k) {  // shac.c's
 }
 
 // ---- kernels ----
-// mu = tanh(z), a = tanh(z + sigma eps) per world (float64 as shac.c), eps from the world's stream
-static __global__ void k_act(const float* __restrict__ z, int N, int A, double sigma, uint64_t* rng, float* mu,
-                             float* act) {
-  int w = blockIdx.x * blockDim.x + threadIdx.x;
-  if (w >= N) return;
-  uint64_t r = rng[w];
-  for (int j = 0; j < A; j++) {
-    size_t i = (size_t)w * A + j;
-    double zz = z[i];
-    mu[i] = (float)tanh(zz);
-    if (sigma > 0) zz += sigma * env_rng_normal(&r);
-    act[i] = (float)tanh(zz);
-  }
-  rng[w] = r;
-}
-
-// shac.noise_correlation = rho > 0 (shac.c): e <- rho e + rho_c eps (rho_c = sqrt(1 - rho^2), from the host),
-// a = tanh(z + sigma e); the same eps draws as k_act, float64 and no fused multiply-add (--fmad=false) as shac.c
-static __global__ void k_act_corr(const float* __restrict__ z, int N, int A, double sigma, double rho, double rho_c,
-                                  uint64_t* rng, double* noise, float* mu, float* act) {
+// mu = tanh(z), a = tanh(z + sigma eps) per world (float64 as shac.c), eps from the world's stream. With a noise
+// state (shac.noise_correlation = rho > 0; NULL otherwise) eps is replaced by e <- rho e + rho_c eps (rho_c =
+// sqrt(1 - rho^2), from the host): shac.c's loop, the same operations, no fused multiply-add (--fmad=false)
+static __global__ void k_act(const float* __restrict__ z, int N, int A, double sigma, double rho, double rho_c,
+                             uint64_t* rng, double* noise, float* mu, float* act) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   uint64_t r = rng[w];
@@ -120,8 +105,12 @@ static __global__ void k_act_corr(const float* __restrict__ z, int N, int A, dou
     double zz = z[i];
     mu[i] = (float)tanh(zz);
     if (sigma > 0) {
-      noise[i] = rho * noise[i] + rho_c * env_rng_normal(&r);
-      zz += sigma * noise[i];
+      double eps = env_rng_normal(&r);
+      if (noise) {
+        noise[i] = rho * noise[i] + rho_c * eps;
+        eps = noise[i];
+      }
+      zz += sigma * eps;
     }
     act[i] = (float)tanh(zz);
   }
@@ -560,11 +549,8 @@ static int rollout_grad(ShacCuda* s) {
     AC_CK(cudaMemcpyAsync(ob, env_cuda_obs(s->E), sizeof(float) * N * O, cudaMemcpyDeviceToDevice, 0));
     if (normalize(s, ob, N, nob)) return -1;
     AC_NN(nn_cuda_mlp_infer(s->actor_lin, actor_lin_p, ac_aligned(nob, (long long)N * O, s->xs), N, s->z));
-    if (s->rho > 0)
-      k_act_corr<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->rho, s->rho_c, s->act_rng, s->noise,
-                                               s->mu + base * A, s->act + base * A);
-    else
-      k_act<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->act_rng, s->mu + base * A, s->act + base * A);
+    k_act<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->rho, s->rho_c, s->act_rng, s->noise,
+                                        s->mu + base * A, s->act + base * A);
     AC_LAUNCHED();
     EnvCudaRecord rec;
     rec.pre_qpos = s->pre_q + base * nq, rec.pre_qvel = s->pre_v + base * nv;

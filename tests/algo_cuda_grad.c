@@ -6,7 +6,7 @@
 // from identical states. Compared by relative L2 error: the observations after the rollout, the actor loss,
 // the BPTT parameter gradient (plain SHAC), the clipped per-step action gradients (∇Mimic), and after one full
 // iteration each the critic loss, value mean and actor gradient norm. The ∇Mimic preset runs a second time with
-// shac.noise_correlation = 0.9 (correlated exploration noise, k_act_corr / k_noise_reset); there the noise state
+// shac.noise_correlation = 0.9 (correlated exploration noise, k_act / k_noise_reset); there the noise state
 // after each compared rollout must also equal the CPU's to 1e-12 (the same draws, float64, episode-end resets;
 // not bitwise: CUDA's float64 log and cos in the normal draws may differ from glibc's by an ulp). It runs a third
 // time with nablamimic.zeroth_order_weight = 0.5 (∇Mimic (d)): at the well-conditioned state, after the compared
