@@ -44,19 +44,31 @@ static void base_cfg(Cfg* c) {
   c->nablamimic_policy_ema_decay = 0.99;
 }
 
+// a fresh cartpole run after `iters` iterations (NULL, with a failed check, if it cannot be made; the caller
+// destroys the run and *e)
+static Shac* open_run(const Cfg* c, int iters, EnvBatch** e, double* met, AlgoTimes* tm) {
+  char err[512];
+  void* sp = NULL;
+  *e = NULL;
+  TEST_CHECK(env_create(e, "cartpole", (int)c->env_num_envs, 10, 3, err, sizeof(err)) == 0, "env: %s", err);
+  if (!*e) return NULL;
+  TEST_CHECK(shac_create(&sp, c, *e, err, sizeof(err)) == 0, "create: %s", err);
+  if (!sp) {
+    env_destroy(*e), *e = NULL;
+    return NULL;
+  }
+  for (int k = 0; k < iters; k++) TEST_CHECK(shac_iterate(sp, *e, met, tm) == 0, "iterate %d", k);
+  return (Shac*)sp;
+}
+
 // iterations of a fresh run; returns the actor parameters (malloc'd) and the count
 static float* run(const Cfg* c, int iters, int64_t* na) {
-  char err[512];
-  EnvBatch* e = NULL;
-  void* sp = NULL;
-  TEST_CHECK(env_create(&e, "cartpole", (int)c->env_num_envs, 10, 3, err, sizeof(err)) == 0, "env: %s", err);
-  if (!e) return NULL;
-  TEST_CHECK(shac_create(&sp, c, e, err, sizeof(err)) == 0, "create: %s", err);
-  if (!sp) return NULL;
+  EnvBatch* e;
   double met[M_COUNT];
   AlgoTimes tm = {0, 0, 0};
-  for (int k = 0; k < iters; k++) TEST_CHECK(shac_iterate(sp, e, met, &tm) == 0, "iterate %d", k);
-  Shac* s = (Shac*)sp;
+  Shac* s = open_run(c, iters, &e, met, &tm);
+  if (!s) return NULL;
+  void* sp = s;
   *na = s->na;
   float* p = malloc(sizeof(float) * (size_t)s->na);
   memcpy(p, nn_mlp_params(s->actor), sizeof(float) * (size_t)s->na);
@@ -71,16 +83,12 @@ static void check_formula(void) {
   Cfg c;
   base_cfg(&c);
   c.nablamimic_zeroth_order_weight = 0.5;
-  char err[512];
-  EnvBatch* e = NULL;
-  void* sp = NULL;
-  TEST_CHECK(env_create(&e, "cartpole", (int)c.env_num_envs, 10, 3, err, sizeof(err)) == 0, "env: %s", err);
-  TEST_CHECK(e && shac_create(&sp, &c, e, err, sizeof(err)) == 0, "create: %s", err);
-  if (!sp) return;
-  Shac* s = (Shac*)sp;
+  EnvBatch* e;
   double met[M_COUNT];
   AlgoTimes tm = {0, 0, 0};
-  for (int k = 0; k < 2; k++) shac_iterate(sp, e, met, &tm);  // a trained critic and normalizer
+  Shac* s = open_run(&c, 2, &e, met, &tm);  // a trained critic and normalizer
+  if (!s) return;
+  void* sp = s;
   shac_rollout_grad(s, e, met, &tm);
   int A = s->A;
   size_t HN = (size_t)s->H * s->N;
@@ -188,15 +196,12 @@ static void check_noise_correlation(void) {
   free(pa), free(pz), free(pc), free(pc2);
 
   // one rollout replayed
-  EnvBatch* e = NULL;
-  void* sp = NULL;
-  TEST_CHECK(env_create(&e, "cartpole", (int)corr.env_num_envs, 10, 3, err, sizeof(err)) == 0, "env: %s", err);
-  TEST_CHECK(e && shac_create(&sp, &corr, e, err, sizeof(err)) == 0, "create: %s", err);
-  if (!sp) return;
-  Shac* s = (Shac*)sp;
+  EnvBatch* e;
   double met[M_COUNT];
   AlgoTimes tm = {0, 0, 0};
-  for (int k = 0; k < 2; k++) shac_iterate(sp, e, met, &tm);
+  Shac* s = open_run(&corr, 2, &e, met, &tm);
+  if (!s) return;
+  void* sp = s;
   int N = s->N, A = s->A, H = s->H, O = s->O;
   uint64_t* rng = malloc(sizeof(uint64_t) * N);
   double* ns = malloc(sizeof(double) * N * A);
