@@ -116,13 +116,12 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   opt.disable_add = tk->info.disable_add;
-  char msg0[256];
-  if (tk->info.load_options && tk->info.load_options(tparam, &opt, msg0, sizeof(msg0))) {
-    snprintf(err, errlen, "task %s: env.params: %s", task, msg0);
+  char msg[2048];
+  if (tk->info.load_options && tk->info.load_options(tparam, &opt, msg, sizeof(msg))) {
+    snprintf(err, errlen, "task %s: env.params: %s", task, msg);
     return -1;
   }
   void* mj = NULL;
-  char msg[2048];
   if (sim_load_mjcf(tk->info.model, &opt, &mj, msg, sizeof(msg))) {
     snprintf(err, errlen, "task %s: %s", task, msg);
     return -1;

@@ -245,7 +245,7 @@ static int hopper_load_options(const double* p, SimLoadOptions* o, char* err, si
     snprintf(err, errlen, "gear_scale = %g is outside (0, 100]", p[HP_GEAR_SCALE]);
     return -1;
   }
-  if (p[HP_GEAR_SCALE] != 1) o->gear_scale = p[HP_GEAR_SCALE];  // 1: untouched (the default bits)
+  o->gear_scale = p[HP_GEAR_SCALE];  // x 1 is exact: the default model's bits
   return 0;
 }
 ENV_TASK_HOST_STATS(hopper, 2, hopper_stat_names,
