@@ -7,6 +7,8 @@
 # deterministic policy, EMA weights where kept, on the CPU, in parallel). Runs sharing the GPU only slow each
 # other down, so a figure within the limit here is within it alone too. Writes OUT/<name>/ (the runs),
 # OUT/evals.csv (name, iteration, elapsed s, return, terminated fraction, forward speed m/s) and prints it.
+# COMPACT=1 packs metrics, configs and logs into OUT/runs.tgz and removes the run folders (the device tool
+# returns few files); KEEP="NAME ..." first copies each named run's last evaluated checkpoint to OUT/NAME_last.h5.
 set -u
 out=$1
 shift
@@ -45,6 +47,9 @@ for spec in "$@"; do
     el=$(awk -F, -v it="$it" 'NR==1{for(i=1;i<=NF;i++) if($i=="elapsed") c=i} NR>1 && $1==it {print $c}' "$dir/metrics.csv")
     [ -n "$el" ] && awk -v e="$el" -v l="$limit" 'BEGIN{exit !(e <= l)}' && echo "$it:$el"
   done | awk -v n="$neval" '{a[NR]=$0} END{for(i=1;i<=NR;i++) if(i==NR || (i-1)%int((NR+n-1)/n)==0) print a[i]}')
+  last=""
+  for c in $cks; do last=$c; done
+  [ -n "$last" ] && printf "%s/ckpt_%06d.h5\n" "$dir" "${last%%:*}" >"$out/.last_$name"
   for c in $cks; do
     it=${c%%:*}
     el=${c#*:}
@@ -71,6 +76,7 @@ if [ "${COMPACT:-0}" = 1 ]; then
   (cd "$out" && tar czf runs.tgz --exclude='*.h5' --exclude='events*' ./*/metrics.csv ./*/config.yaml ./train_*.log 2>/dev/null)
   for spec in "$@"; do
     name=${spec%%=*}
+    case " ${KEEP:-} " in *" $name "*) [ -f "$out/.last_$name" ] && cp "$(cat "$out/.last_$name")" "$out/${name}_last.h5" ;; esac
     rm -rf "${out:?}/$name" "$out/train_$name.log"
   done
 fi
