@@ -77,6 +77,6 @@ if [ "${COMPACT:-0}" = 1 ]; then
   for spec in "$@"; do
     name=${spec%%=*}
     case " ${KEEP:-} " in *" $name "*) [ -f "$out/.last_$name" ] && cp "$(cat "$out/.last_$name")" "$out/${name}_last.h5" ;; esac
-    rm -rf "${out:?}/$name" "$out/train_$name.log"
+    rm -rf "${out:?}/$name" "$out/train_$name.log" "$out/.last_$name"
   done
 fi
