@@ -368,11 +368,53 @@ done:
 }
 
 // ---- evaluation ----
-int trainer_eval(const char* checkpoint, const char* config_path, int episodes, EvalResult* out, char* err,
-                 size_t errlen) {
+int trainer_policy_actions(const char* checkpoint, const Cfg* cfg, const float* obs, int n, float* act, char* err,
+                           size_t errlen) {
+  Cfg c = *cfg;
+  const AlgoOps* ops = algo_find(c.algo_name, err, errlen);
+  if (!ops) return TRAIN_EUSER;
+  c.env_num_envs = n;
+  c.ppo_minibatches = 1;  // no updates: any batch size
+  EnvBatch* env = NULL;
+  if (env_create_params(&env, c.env_task, c.env_params, n, (int)c.env_episode_steps, (uint64_t)c.run_seed, err,
+                        errlen))
+    return TRAIN_EUSER;
+  void* algo = NULL;
+  int rc = TRAIN_EUSER;
+  if (!ops->create(&algo, &c, env, err, errlen)) {
+    CkTensor t[MAX_TENSORS];
+    int nt = ops->state(algo, t, MAX_TENSORS, 1);
+    if (nt >= 0 && !ckpt_read(checkpoint, t, nt, err, errlen))
+      rc = ops->act_eval(algo, obs, n, act) ? TRAIN_ERUN : TRAIN_OK;
+    ops->destroy(algo);
+  }
+  env_destroy(env);
+  return rc;
+}
+
+int trainer_checkpoint_config(const char* checkpoint, Cfg* c, char* err, size_t errlen) {
+  size_t cap = 1 << 20;
+  char* text = (char*)malloc(cap);
+  if (!text) return snprintf(err, errlen, "out of memory"), CKPT_EIO;
+  int rc = ckpt_read_attr(checkpoint, "config", text, cap);
+  if (rc) {
+    free(text);
+    if (rc != CKPT_EMISSING)
+      snprintf(err, errlen, "%s: cannot read its stored config (a corrupt or truncated checkpoint)", checkpoint);
+    return rc;
+  }
+  char msg[1024];
+  if (cfg_defaults(c, msg, sizeof(msg)) || cfg_load_yaml_text(c, text, checkpoint, msg, sizeof(msg))) {
+    snprintf(err, errlen, "%s: the stored config is invalid: %s", checkpoint, msg);
+    rc = CKPT_EFORMAT;
+  }
+  free(text);
+  return rc;
+}
+
+int trainer_eval(const char* checkpoint, const Cfg* cfg, int episodes, EvalResult* out, char* err, size_t errlen) {
   memset(out, 0, sizeof(*out));
-  Cfg c;
-  if (cfg_defaults(&c, err, errlen) || cfg_load_yaml(&c, config_path, err, errlen)) return TRAIN_EUSER;
+  Cfg c = *cfg;
   const AlgoOps* ops = algo_find(c.algo_name, err, errlen);
   if (!ops) return TRAIN_EUSER;
   c.env_num_envs = episodes;

@@ -44,9 +44,19 @@ typedef struct {
 } EvalResult;
 
 // Deterministic policy (mean action) for one episode in each of `episodes` worlds (reset seed derived from the
-// run's seed); the config comes from the checkpoint's run directory (config.yaml next to it).
-int trainer_eval(const char* checkpoint, const char* config_path, int episodes, EvalResult* out, char* err,
-                 size_t errlen);
+// run's seed); c is the run's config (trainer_checkpoint_config, or the run directory's config.yaml).
+int trainer_eval(const char* checkpoint, const Cfg* c, int episodes, EvalResult* out, char* err, size_t errlen);
+
+// The run's resolved config as the trainer stored it in the checkpoint (its "config" attribute) over the
+// defaults: 0; CKPT_EMISSING when the checkpoint has none (older files: use RUN_DIR/config.yaml); another
+// CKPT_ code with a message naming the checkpoint when it cannot be read or the stored text is invalid.
+int trainer_checkpoint_config(const char* checkpoint, Cfg* c, char* err, size_t errlen);
+
+// The trainer's own deterministic policy (the algorithm rebuilt on the CPU from config c, its policy state read
+// from checkpoint, then act_eval): obs (n, obs_dim) -> act (n, act_dim). The reference an export is checked
+// against (adjoint export --check). TRAIN_EUSER with a message when the config or checkpoint does not fit.
+int trainer_policy_actions(const char* checkpoint, const Cfg* c, const float* obs, int n, float* act, char* err,
+                           size_t errlen);
 
 #ifdef __cplusplus
 }

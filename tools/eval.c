@@ -7,13 +7,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "algo/cfg.h"
+#include "algo/ckpt.h"
 #include "algo/trainer.h"
 #include "tools/cli.h"
 #include "tools/train_eval.h"
 
 static const char* kEvalUsage =
     "usage: adjoint eval RUN_DIR|CHECKPOINT.h5 [--episodes N] [--device cpu|cuda]\n"
-    "  RUN_DIR uses its latest ckpt_*.h5; the config is the run directory's config.yaml.\n"
+    "  RUN_DIR uses its latest ckpt_*.h5; the config is the one the trainer stored in the checkpoint, else the\n"
+    "  run directory's config.yaml (so a checkpoint copied on its own evaluates too).\n"
     "  --episodes N   episodes (one per world, in parallel; default 16)\n"
     "  --device D     backend (cpu for now)\n";
 
@@ -72,10 +75,21 @@ int eval_main(int argc, char** argv) {
     if (slash) *slash = 0;
     else snprintf(dir, sizeof(dir), ".");
   }
-  snprintf(config, sizeof(config), "%s/config.yaml", dir);
   EvalResult r;
   char err[2048];
-  int rc = trainer_eval(ckpt, config, episodes, &r, err, sizeof(err));
+  Cfg c;
+  int rc = trainer_checkpoint_config(ckpt, &c, err, sizeof(err));
+  if (rc == CKPT_EMISSING) {
+    snprintf(config, sizeof(config), "%s/config.yaml", dir);
+    if (cfg_defaults(&c, err, sizeof(err)) || cfg_load_yaml(&c, config, err, sizeof(err))) {
+      fprintf(stderr, "adjoint eval: %s has no stored config and %s\n", ckpt, err);
+      return 2;
+    }
+  } else if (rc) {
+    fprintf(stderr, "adjoint eval: %s\n", err);
+    return 2;
+  }
+  rc = trainer_eval(ckpt, &c, episodes, &r, err, sizeof(err));
   if (rc) {
     fprintf(stderr, "adjoint eval: %s\n", err);
     return rc == TRAIN_EUSER ? 2 : 1;

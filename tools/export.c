@@ -10,19 +10,19 @@
 // shadow (<algo>/ema, <algo>/actor_ema or <algo>/ema/actor) through algo/ckpt.h's reader. Model-derived metadata
 // (control dt, joint names, default joint positions, PD gains, actuator names) comes from the task's MJCF when
 // it can be loaded; without it the export still succeeds (with a warning).
-#define _GNU_SOURCE  // mkstemp, strdup
+#include <math.h>
 #include <mujoco/mujoco.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "algo/cfg.h"
 #include "algo/ckpt.h"
 #include "algo/trainer.h"
 #include "envs/env.h"
 #include "nn/nn.h"
+#include "nn/nn_blob_infer.h"
 #include "nn/nn_export.h"
 #include "sim/sim_common.h"
 #include "tools/cli.h"
@@ -39,6 +39,12 @@ static const char* kExportUsage =
     "  --opset N       ONNX opset 17 (default; LayerNormalization) or 13 (LayerNorm decomposed)\n"
     "  --no-ema        export the live parameters even when the checkpoint has an EMA shadow\n"
     "  --config FILE   the run's config.yaml (default: the checkpoint's own copy, else RUN_DIR/config.yaml)\n"
+    "  --check FILE    needs --blob: evaluate 1000 random observations (normalizer mean +- 3 sd) with the trainer's\n"
+    "                  own policy (the algorithm rebuilt from the checkpoint) and with the blob routine\n"
+    "                  (nn/nn_blob_infer.c) on the written blob; print the max abs difference (exit 1 above 1e-6)\n"
+    "                  and write FILE for other consumers (an ONNX runtime): \"ADJCHK1\\n\", int32 n, obs_dim,\n"
+    "                  act_dim, 0, then float32 obs (n, obs_dim), trainer actions (n, act_dim), blob actions\n"
+    "                  (n, act_dim), little-endian\n"
     "  --quiet         no summary\n"
     "Exit codes: 0 written, 2 bad input (missing, corrupt or mismatched checkpoint), 1 write failure.\n";
 
@@ -68,35 +74,6 @@ static void actor_config(NnConfig* n, const Cfg* c, int obs_dim, int act_dim) {
   n->out_scale = 1;
 }
 #define NORM_EPS 1e-8  // the algorithms' nn_norm_create eps (algo/ppo.c)
-
-// Loads the config stored in the checkpoint's "config" attribute (0), or returns CKPT_EMISSING.
-static int config_from_checkpoint(const char* ckpt, Cfg* c, char* err, size_t errlen) {
-  size_t cap = 1 << 20;
-  char* text = (char*)malloc(cap);
-  if (!text) return CKPT_EIO;
-  int rc = ckpt_read_attr(ckpt, "config", text, cap);
-  if (rc) {
-    free(text);
-    return rc;
-  }
-  char tmp[] = "/tmp/adjoint_export_cfg_XXXXXX";
-  int fd = mkstemp(tmp);
-  FILE* f = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (!f) {
-    free(text);
-    if (fd >= 0) close(fd), unlink(tmp);
-    snprintf(err, errlen, "cannot create a temporary file");
-    return CKPT_EIO;
-  }
-  fputs(text, f);
-  fclose(f);
-  free(text);
-  char msg[1024];
-  rc = cfg_defaults(c, msg, sizeof(msg)) || cfg_load_yaml(c, tmp, msg, sizeof(msg)) ? CKPT_EFORMAT : 0;
-  unlink(tmp);
-  if (rc) snprintf(err, errlen, "%s: the stored config is invalid: %s", ckpt, msg);
-  return rc;
-}
 
 // Model-derived metadata (best effort).
 typedef struct {
@@ -170,6 +147,73 @@ static const char* hidden_list(const NnConfig* nc) {  // "64,64"
 // library messages start with "export: "; the CLI names the checkpoint instead
 static const char* lib_msg(const char* e) { return strncmp(e, "export: ", 8) ? e : e + 8; }
 
+#define CHECK_N 1000
+#define CHECK_TOL 1e-6  // issue 7: the blob routine within 1e-6 of the framework's own inference
+
+// --check: the trainer's policy and the blob routine on CHECK_N observations around the normalizer's statistics
+// (N(0, 1) per component without one); 0, 1 above CHECK_TOL or on failure, 2 bad input.
+static int export_check(const char* out, const char* ckpt, const Cfg* c, const char* blob, int O, int A,
+                        const double* mean, const double* var, int quiet) {
+  size_t nobs = (size_t)CHECK_N * O, nact = (size_t)CHECK_N * A;
+  size_t len = 24 + sizeof(float) * (nobs + 2 * nact);  // magic, 4 x int32, the three arrays
+  uint8_t* buf = (uint8_t*)calloc(len, 1);
+  uint8_t* bb = NULL;
+  FILE* f = NULL;
+  char err[2048] = "";
+  int rc = 1;
+  if (!buf) return fprintf(stderr, "adjoint export: out of memory\n"), 1;
+  memcpy(buf, "ADJCHK1\n", 8);
+  int32_t hdr[4] = {CHECK_N, O, A, 0};  // the supported hosts are little-endian (nn_blob_format.md)
+  memcpy(buf + 8, hdr, 16);
+  float* obs = (float*)(buf + 24);  // (n, obs_dim)
+  float* ref = obs + nobs;          // (n, act_dim) the trainer's policy
+  float* bact = ref + nact;         // (n, act_dim) the blob routine
+  uint64_t s = 0xC0FFEE ^ (uint64_t)c->run_seed;
+  for (size_t i = 0; i < nobs; i++) {
+    int j = (int)(i % (size_t)O);
+    double u1 = nn_rng_uniform(&s), u2 = nn_rng_uniform(&s);
+    double g = sqrt(-2 * log(u1 > 1e-300 ? u1 : 1e-300)) * cos(6.283185307179586 * u2);
+    obs[i] = (float)(mean ? mean[j] + 3 * sqrt(var[j]) * g : g);
+  }
+  if (trainer_policy_actions(ckpt, c, obs, CHECK_N, ref, err, sizeof(err))) {
+    fprintf(stderr, "adjoint export: --check: the trainer's policy: %s\n", err);
+    goto done;
+  }
+  f = fopen(blob, "rb");
+  long n = -1;
+  if (f && !fseek(f, 0, SEEK_END)) n = ftell(f);
+  if (n > 0 && (bb = (uint8_t*)malloc((size_t)n)) && !fseek(f, 0, SEEK_SET) && fread(bb, 1, (size_t)n, f) == (size_t)n) {
+    NnBlob pol;
+    int lrc = nn_blob_load(&pol, bb, (size_t)n);
+    float* work = lrc ? NULL : (float*)malloc(sizeof(float) * (nn_blob_work_floats(&pol) + 1));
+    if (lrc || pol.obs_dim != O || pol.act_dim != A || !work) {
+      fprintf(stderr, "adjoint export: --check: %s: %s\n", blob, lrc ? nn_blob_strerror(lrc) : "unexpected sizes");
+      free(work);
+      goto done;
+    }
+    double m = 0;
+    for (int r = 0; r < CHECK_N; r++) {
+      nn_blob_run(&pol, obs + (size_t)r * O, bact + (size_t)r * A, work);
+      for (int k = 0; k < A; k++) m = fmax(m, fabs((double)bact[(size_t)r * A + k] - ref[(size_t)r * A + k]));
+    }
+    free(work);
+    if (nn_export_write_atomic(out, buf, len, err, sizeof(err))) {
+      fprintf(stderr, "adjoint export: --check: %s\n", err);
+      goto done;
+    }
+    rc = m <= CHECK_TOL ? 0 : 1;
+    if (!quiet || rc)
+      printf("check %s: %d observations, blob routine vs the trainer's policy: max abs %.3g (%s %.0e)\n", out,
+             CHECK_N, m, rc ? "FAILED, above" : "within", CHECK_TOL);
+  } else {
+    fprintf(stderr, "adjoint export: --check: cannot read %s\n", blob);
+  }
+done:
+  if (f) fclose(f);
+  free(bb), free(buf);
+  return rc;
+}
+
 static int is_hdf5(const char* path) {
   static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   unsigned char b[8];
@@ -181,7 +225,7 @@ static int is_hdf5(const char* path) {
 }
 
 int export_main(int argc, char** argv) {
-  const char *target = NULL, *onnx = NULL, *blob = NULL, *config = NULL;
+  const char *target = NULL, *onnx = NULL, *blob = NULL, *config = NULL, *check = NULL;
   int opset = 17, no_ema = 0, quiet = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
@@ -193,6 +237,8 @@ int export_main(int argc, char** argv) {
       if (!(onnx = cli_value(argc, argv, &i))) return 2;
     } else if (!strcmp(a, "--blob")) {
       if (!(blob = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--check")) {
+      if (!(check = cli_value(argc, argv, &i))) return 2;
     } else if (!strcmp(a, "--config")) {
       if (!(config = cli_value(argc, argv, &i))) return 2;
     } else if (!strcmp(a, "--opset")) {
@@ -216,6 +262,8 @@ int export_main(int argc, char** argv) {
     return 2;
   }
   if (!onnx && !blob) return user_error("nothing to write: give --onnx FILE and/or --blob FILE%s", "", NULL);
+  if (check && !blob) return user_error("--check %s needs --blob FILE (it runs the blob routine)", check, NULL);
+  if (check && no_ema) return user_error("--check compares with the trainer's policy, which uses the EMA weights: drop --no-ema%s", "", NULL);
 
   // ---- locate the checkpoint and its config ----
   char ckpt[4200], dir[4200], cfgpath[4300], err[8192] = "";
@@ -244,7 +292,7 @@ int export_main(int argc, char** argv) {
     char msg[1024];
     if (cfg_defaults(&c, msg, sizeof(msg)) || cfg_load_yaml(&c, config, msg, sizeof(msg)))
       return user_error("%s%s", msg, "");
-  } else if ((rc = config_from_checkpoint(ckpt, &c, err, sizeof(err))) != 0) {
+  } else if ((rc = trainer_checkpoint_config(ckpt, &c, err, sizeof(err))) != 0) {
     if (rc != CKPT_EMISSING) return user_error("%s%s", err[0] ? err : ckpt, err[0] ? "" : ": cannot read the config attribute");
     snprintf(cfgpath, sizeof(cfgpath), "%s/config.yaml", dir);
     char msg[1024];
@@ -372,6 +420,8 @@ int export_main(int argc, char** argv) {
     if (onnx) printf("onnx %s (opset %d)\n", onnx, opset);
     if (blob) printf("blob %s\n", blob);
   }
+  if (check && !exit_code)
+    exit_code = export_check(check, ckpt, &c, blob, O, A, c.policy_obs_norm ? mean : NULL, var, quiet);
   model_meta_free(&mm);
   free(params), free(ema), free(stats);
   return exit_code;
