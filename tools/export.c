@@ -394,9 +394,11 @@ int export_main(int argc, char** argv) {
   snprintf(hidden, sizeof(hidden), "%s", hidden_list(&nc));
   char seed[32];
   snprintf(seed, sizeof(seed), "%lld", (long long)c.run_seed);
-  const char* ek[] = {"run_seed", "actor_hidden"};
-  const char* ev[] = {seed, hidden};
-  meta.n_extra = 2, meta.extra_keys = ek, meta.extra_values = ev;
+  // env_params: the task constants the policy was trained with (e.g. the hopper's gear_scale), which a
+  // consumer's simulator or robot must match
+  const char* ek[] = {"run_seed", "actor_hidden", "env_params"};
+  const char* ev[] = {seed, hidden, c.env_params};
+  meta.n_extra = c.env_params[0] ? 3 : 2, meta.extra_keys = ek, meta.extra_values = ev;
 
   if (onnx) {
     NnOnnxOptions oo = {opset};
