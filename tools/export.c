@@ -151,7 +151,7 @@ static const char* lib_msg(const char* e) { return strncmp(e, "export: ", 8) ? e
 #define CHECK_TOL 1e-6  // issue 7: the blob routine within 1e-6 of the framework's own inference
 
 // --check: the trainer's policy and the blob routine on CHECK_N observations around the normalizer's statistics
-// (N(0, 1) per component without one); 0, 1 above CHECK_TOL or on failure, 2 bad input.
+// (N(0, 1) per component without one); 0, or 1 when above CHECK_TOL or when a step fails (with a message).
 static int export_check(const char* out, const char* ckpt, const Cfg* c, const char* blob, int O, int A,
                         const double* mean, const double* var, int quiet) {
   size_t nobs = (size_t)CHECK_N * O, nact = (size_t)CHECK_N * A;
