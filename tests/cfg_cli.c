@@ -81,8 +81,20 @@ int main(int argc, char** argv) {
   expect(2, "no such file", NULL, a);
   snprintf(a, sizeof(a), "eval %s", dir);
   expect(2, "no checkpoint", NULL, a);
-
+  // a checkpoint copied away from its run directory evaluates from the config stored in it; a truncated copy
+  // exits 2 naming the file
+  snprintf(a, sizeof(a), "train configs/cartpole_ppo.yaml --max-iterations 1 --quiet --run-dir %s/run", dir);
+  expect(0, NULL, NULL, a);
   char cmd[600];
+  snprintf(cmd, sizeof(cmd), "cp %s/run/ckpt_000001.h5 %s/lone.h5 && head -c 3000 %s/lone.h5 > %s/cut.h5", dir, dir,
+           dir, dir);
+  TEST_CHECK(system(cmd) == 0, "%s", cmd);
+  snprintf(a, sizeof(a), "eval %s/lone.h5 --episodes 2", dir);
+  expect(0, "episodes 2", "terminated", a);
+  snprintf(a, sizeof(a), "eval %s/cut.h5", dir);
+  snprintf(want, sizeof(want), "%s/cut.h5", dir);
+  expect(2, want, "corrupt or truncated", a);
+
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
   if (system(cmd)) return 1;
   return test_report("cfg_cli");
