@@ -368,27 +368,44 @@ done:
 }
 
 // ---- evaluation ----
+// The trainer's deterministic policy rebuilt on the CPU for n worlds (env reset streams from seed) with the
+// checkpoint's policy state: TRAIN_OK, or TRAIN_EUSER with a message (nothing left open).
+typedef struct {
+  const AlgoOps* ops;
+  EnvBatch* env;
+  void* algo;
+} EvalPolicy;
+
+static int eval_policy_open(EvalPolicy* p, const char* checkpoint, const Cfg* cfg, int n, uint64_t seed, char* err,
+                            size_t errlen) {
+  memset(p, 0, sizeof(*p));
+  Cfg c = *cfg;
+  if (!(p->ops = algo_find(c.algo_name, err, errlen))) return TRAIN_EUSER;
+  c.env_num_envs = n;
+  c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
+  if (env_create_params(&p->env, c.env_task, c.env_params, n, (int)c.env_episode_steps, seed, err, errlen))
+    return TRAIN_EUSER;
+  if (!p->ops->create(&p->algo, &c, p->env, err, errlen)) {
+    CkTensor t[MAX_TENSORS];
+    int nt = p->ops->state(p->algo, t, MAX_TENSORS, 1);
+    if (nt >= 0 && !ckpt_read(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
+    p->ops->destroy(p->algo);
+  }
+  env_destroy(p->env);
+  return TRAIN_EUSER;
+}
+
+static void eval_policy_close(EvalPolicy* p) {
+  p->ops->destroy(p->algo);
+  env_destroy(p->env);
+}
+
 int trainer_policy_actions(const char* checkpoint, const Cfg* cfg, const float* obs, int n, float* act, char* err,
                            size_t errlen) {
-  Cfg c = *cfg;
-  const AlgoOps* ops = algo_find(c.algo_name, err, errlen);
-  if (!ops) return TRAIN_EUSER;
-  c.env_num_envs = n;
-  c.ppo_minibatches = 1;  // no updates: any batch size
-  EnvBatch* env = NULL;
-  if (env_create_params(&env, c.env_task, c.env_params, n, (int)c.env_episode_steps, (uint64_t)c.run_seed, err,
-                        errlen))
-    return TRAIN_EUSER;
-  void* algo = NULL;
-  int rc = TRAIN_EUSER;
-  if (!ops->create(&algo, &c, env, err, errlen)) {
-    CkTensor t[MAX_TENSORS];
-    int nt = ops->state(algo, t, MAX_TENSORS, 1);
-    if (nt >= 0 && !ckpt_read(checkpoint, t, nt, err, errlen))
-      rc = ops->act_eval(algo, obs, n, act) ? TRAIN_ERUN : TRAIN_OK;
-    ops->destroy(algo);
-  }
-  env_destroy(env);
+  EvalPolicy p;
+  if (eval_policy_open(&p, checkpoint, cfg, n, (uint64_t)cfg->run_seed, err, errlen)) return TRAIN_EUSER;
+  int rc = p.ops->act_eval(p.algo, obs, n, act) ? TRAIN_ERUN : TRAIN_OK;
+  eval_policy_close(&p);
   return rc;
 }
 
@@ -414,28 +431,13 @@ int trainer_checkpoint_config(const char* checkpoint, Cfg* c, char* err, size_t 
 
 int trainer_eval(const char* checkpoint, const Cfg* cfg, int episodes, EvalResult* out, char* err, size_t errlen) {
   memset(out, 0, sizeof(*out));
-  Cfg c = *cfg;
-  const AlgoOps* ops = algo_find(c.algo_name, err, errlen);
-  if (!ops) return TRAIN_EUSER;
-  c.env_num_envs = episodes;
-  c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
-  EnvBatch* env = NULL;
+  EvalPolicy p;
   // evaluation episodes use their own reset noise (not the training worlds')
-  if (env_create_params(&env, c.env_task, c.env_params, episodes, (int)c.env_episode_steps,
-                        (uint64_t)c.run_seed ^ 0x5EEDE7A1ULL, err, errlen))
+  if (eval_policy_open(&p, checkpoint, cfg, episodes, (uint64_t)cfg->run_seed ^ 0x5EEDE7A1ULL, err, errlen))
     return TRAIN_EUSER;
-  void* algo = NULL;
-  if (ops->create(&algo, &c, env, err, errlen)) {
-    env_destroy(env);
-    return TRAIN_EUSER;
-  }
-  int rc = TRAIN_OK;
-  CkTensor t[MAX_TENSORS];
-  int n = ops->state(algo, t, MAX_TENSORS, 1);
-  if (n < 0 || ckpt_read(checkpoint, t, n, err, errlen)) {
-    rc = TRAIN_EUSER;
-    goto done;
-  }
+  const AlgoOps* ops = p.ops;
+  EnvBatch* env = p.env;
+  void* algo = p.algo;
   int N = episodes, A = env->act_dim;
   float* act = (float*)malloc(sizeof(float) * (size_t)N * A);
   double* ret = (double*)calloc((size_t)N, sizeof(double));
@@ -475,8 +477,6 @@ int trainer_eval(const char* checkpoint, const Cfg* cfg, int episodes, EvalResul
   out->length_std = sqrt(fmax(0, ls2 / N - out->length_mean * out->length_mean));
   out->nan_resets = env->stats[1];
   free(act), free(ret), free(len), free(fin);
-done:
-  ops->destroy(algo);
-  env_destroy(env);
-  return rc;
+  eval_policy_close(&p);
+  return TRAIN_OK;
 }
