@@ -79,6 +79,20 @@ static float* run(const Cfg* c, int iters, int64_t* na) {
 
 static int same_bits(const float* a, const float* b, int64_t n) { return a && b && !memcmp(a, b, sizeof(float) * (size_t)n); }
 
+// An opt-in option's two basics after 3 iterations: configs without it and with it set to 0 train the same actor
+// bits, and a config with it on trains the same bits twice. The actors without it (*pa) and with it on (*pon)
+// come back (freed by the caller) for the option's own check.
+static void check_off_and_repeatable(const Cfg* absent, const Cfg* zero, const Cfg* on, const char* what, float** pa,
+                                     float** pon, int64_t* na) {
+  *pa = run(absent, 3, na);
+  float* pz = run(zero, 3, na);
+  *pon = run(on, 3, na);
+  float* pon2 = run(on, 3, na);
+  TEST_CHECK(same_bits(*pa, pz, *na), "%s absent vs 0: actors differ", what);
+  TEST_CHECK(same_bits(*pon, pon2, *na), "%s on, two runs: actors differ", what);
+  free(pz), free(pon2);
+}
+
 static void check_formula(void) {
   Cfg c;
   base_cfg(&c);
@@ -182,18 +196,14 @@ static void check_noise_correlation(void) {
   TEST_CHECK(corr.shac_noise_correlation == 0.9, "parsed %g", corr.shac_noise_correlation);
   TEST_CHECK(cfg_hash(&corr) != cfg_hash(&zero), "rho does not enter the config hash");
   int64_t na = 0;
-  float* pa = run(&c, 3, &na);
-  float* pz = run(&zero, 3, &na);
-  float* pc = run(&corr, 3, &na);
-  float* pc2 = run(&corr, 3, &na);
-  TEST_CHECK(same_bits(pa, pz, na), "rho absent vs 0: actors differ");
-  TEST_CHECK(same_bits(pc, pc2, na), "rho 0.9, two runs: actors differ");
+  float *pa, *pc;
+  check_off_and_repeatable(&c, &zero, &corr, "rho (0.9)", &pa, &pc, &na);
   double dmax = 0;
   for (int64_t i = 0; pa && pc && i < na; i++)
     if (fabs((double)pc[i] - pa[i]) > dmax) dmax = fabs((double)pc[i] - pa[i]);
   printf("  rho 0.9 vs 0 after 3 iterations: largest actor parameter difference %.3g\n", dmax);
   TEST_CHECK(dmax > 1e-5, "rho 0.9 gives (nearly) the same actor as rho 0 (%g)", dmax);
-  free(pa), free(pz), free(pc), free(pc2);
+  free(pa), free(pc);
 
   // one rollout replayed
   EnvBatch* e;
@@ -274,14 +284,10 @@ int main(void) {
   base_cfg(&absent);
   base_cfg(&zero);
   TEST_CHECK(cfg_override(&zero, "nablamimic.zeroth_order_weight=0", err, sizeof(err)) == 0, "0: %s", err);
-  float* pa = run(&absent, 3, &na);
-  float* pz = run(&zero, 3, &na);
-  float* ph = run(&half, 3, &na);
-  float* ph2 = run(&half, 3, &na);
-  TEST_CHECK(same_bits(pa, pz, na), "option absent vs 0: actors differ");
-  TEST_CHECK(same_bits(ph, ph2, na), "beta 0.5, two runs: actors differ");
+  float *pa, *ph;
+  check_off_and_repeatable(&absent, &zero, &half, "beta (0.5)", &pa, &ph, &na);
   TEST_CHECK(ph && pa && !same_bits(ph, pa, na), "beta 0.5 gives the same actor as beta 0");
-  free(pa), free(pz), free(ph), free(ph2);
+  free(pa), free(ph);
   check_formula();
   check_noise_correlation();
   return test_report("algo_shac_zeroth");

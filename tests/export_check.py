@@ -27,16 +27,8 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nn_export_onnx import blob_forward  # noqa: E402  (the independent float64 blob reader)
-
-ONNX_TOL = 1e-5
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL", msg)
+# the independent float64 blob reader, the 1e-5 tolerance and the failure log of the nn export test
+from nn_export_onnx import TOL as ONNX_TOL, blob_forward, check, failures  # noqa: E402
 
 
 def read_check(path):
