@@ -16,7 +16,7 @@
 //     rollout's normalized observations, then k_adv (one block: A = G - V_targ, its mean and std over the finite
 //     samples in float64 by per-thread strided sums and the fixed tree, An = clip((A - mean) / (std + 1e-8),
 //     -3, 3), metric advantage_abs_mean);
-//  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets, or k_targets_zo with (d), then
+//  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets, with (d)'s sampled term when on, then
 //     SHAC_REGRESSION_STEPS Adam steps),
 //  5. critic minibatch passes on the TD(lambda) targets, k_polyak, normalizer update.
 // Scalars for the metrics accumulate in a device array (float64) and come back once, with the environment's
@@ -194,21 +194,6 @@ static __global__ void k_clip(float* dact, const float* __restrict__ gnorm, cons
   }
 }
 
-// ∇Mimic (b): targets a* = clamp(mu - eta g / (|g| + 1e-8), -1, 1) in place of g
-static __global__ void k_targets(float* g, const float* __restrict__ mu, long long n, int A, double eta) {
-  long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= n) return;
-  float* gr = g + r * A;
-  const float* m = mu + r * A;
-  double n2 = 0;
-  for (int j = 0; j < A; j++) n2 += (double)gr[j] * gr[j];
-  double sc = n2 > 0 ? eta / (sqrt(n2) + 1e-8) : 0;
-  for (int j = 0; j < A; j++) {
-    double a = (double)m[j] - sc * (double)gr[j];
-    gr[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
-  }
-}
-
 // ∇Mimic (d) (shac.c's shac_advantages), one block over the n = H N samples: v holds V_targ(s_t) and gets
 // A = tgt - v (float, as shac.c), then An = clip((A - mean) / (std + 1e-8), -3, 3) with the mean and (population)
 // std over the finite A (float64: per-thread strided sums, then ac_block_sum's fixed tree); non-finite A: An = 0.
@@ -241,11 +226,13 @@ static __global__ void k_adv(const float* __restrict__ tgt, float* v, long long 
   if (threadIdx.x == 0) M[M_ADV] = cnt > 0 ? sabs / cnt : 0;
 }
 
-// ∇Mimic (b) + (d), beta > 0 (shac.c's shac_action_targets): a* = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) +
-// beta An (a - mu) / (sigma sqrt(A))], -1, 1) in place of g; sz = eta beta / (sigma sqrt(A)) from the host
-static __global__ void k_targets_zo(float* g, const float* __restrict__ mu, const float* __restrict__ act,
-                                    const float* __restrict__ adv, long long n, int A, double eta, double beta,
-                                    double sz) {
+// ∇Mimic (b), and (d) when adv is non-NULL (beta > 0), as shac.c's single shac_action_targets loop:
+// a* = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) + beta An (a - mu) / (sigma sqrt(A))], -1, 1) in place of
+// g; sz = eta beta / (sigma sqrt(A)) from the host. Without adv (beta = 0) the sampled term is not even added, and
+// eta (1 - 0) is eta exactly: (b)'s bits
+static __global__ void k_targets(float* g, const float* __restrict__ mu, const float* __restrict__ act,
+                                 const float* __restrict__ adv, long long n, int A, double eta, double beta,
+                                 double sz) {
   long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= n) return;
   float* gr = g + r * A;
@@ -253,10 +240,10 @@ static __global__ void k_targets_zo(float* g, const float* __restrict__ mu, cons
   double n2 = 0;
   for (int j = 0; j < A; j++) n2 += (double)gr[j] * gr[j];
   double sc = n2 > 0 ? eta * (1 - beta) / (sqrt(n2) + 1e-8) : 0;
-  double za = sz * (double)adv[r];
+  double za = adv ? sz * (double)adv[r] : 0;
   for (int j = 0; j < A; j++) {
     double a = (double)m[j] - sc * (double)gr[j];
-    a += za * ((double)ac[j] - (double)m[j]);
+    if (adv) a += za * ((double)ac[j] - (double)m[j]);
     gr[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
   }
 }
@@ -642,12 +629,9 @@ static int td_advantages(ShacCuda* s) {
 // ∇Mimic (b) (+ (d) when beta > 0): the action gradients in s->gtarget become the target actions
 static int action_targets(ShacCuda* s) {
   const long long HN = (long long)s->H * s->N;
-  if (s->beta > 0) {
-    double sz = s->eta * s->beta / (s->sigma * sqrt((double)s->A));  // shac.c's
-    k_targets_zo<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, s->act, s->adv, HN, s->A, s->eta, s->beta, sz);
-  } else {
-    k_targets<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, HN, s->A, s->eta);
-  }
+  double sz = s->beta > 0 ? s->eta * s->beta / (s->sigma * sqrt((double)s->A)) : 0;  // shac.c's
+  // s->adv is NULL unless beta > 0
+  k_targets<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, s->act, s->adv, HN, s->A, s->eta, s->beta, sz);
   AC_LAUNCHED();
   return 0;
 }
