@@ -21,8 +21,8 @@
 // Gym's constant 1, so that a gradient-based learner sees the termination boundary coming:
 //   r = qvel[rootx] + alive(h, rooty) - ctrl_cost * |ctrl|^2,   ctrl_cost = 1e-3
 //   alive = height + upright:
-//     height:  e = clip(h - (min_height + HOPPER_HEIGHT_TOL), -1, height_max), then e if e >= 0 else
-//              -HOPPER_HEIGHT_PENALTY e^2   (tol 0.15, height_max 0.3, penalty 200: +0.19 standing at
+//     height:  e = clip(h - (min_height + height_tol), -1, height_max), then e if e >= 0 else
+//              -HOPPER_HEIGHT_PENALTY e^2   (height_tol 0.15, height_max 0.3, penalty 200: +0.19 standing at
 //              h ~ 0.94, 0 at h = 0.75, -4.5 at the termination height 0.6). The cap 0.3 (h = 1.05) pays
 //              little above standing; a larger height_max rewards hopping up, to study leaving the standing
 //              optimum.
@@ -58,8 +58,7 @@
 
 #define HOPPER_Z0 1.0            // the torso body's height at rootz = 0 (hopper.xml: body torso pos="0 0 1")
 #define HOPPER_VEL_SCALE 10.0    // observed velocities: V tanh(qvel / V)
-#define HOPPER_HEIGHT_TOL 0.15   // alive: the height term is 0 this far above the termination height
-#define HOPPER_HEIGHT_PENALTY 200.0  // alive: quadratic penalty below min_height + HOPPER_HEIGHT_TOL
+#define HOPPER_HEIGHT_PENALTY 200.0  // alive: quadratic penalty below min_height + height_tol
 #define HOPPER_MAX_STATE 100.0   // healthy: |qpos[2:]|, |qvel| < 100
 #define HOPPER_RESET_NOISE 5e-3  // reset noise half-width on qpos (rootx excluded) and qvel
 
@@ -80,6 +79,7 @@ enum {
   HP_HOP_AMPLITUDE,   // hop reference: amplitude of the torso height's sine (0.1 m)
   HP_HOP_CENTER,      // hop reference: its centre (1.0 m; standing on the extended leg is h ~ 0.94)
   HP_GEAR_SCALE,      // every motor's gear times this (1: the model's 30 / 40 / 30 / 10 N m)
+  HP_HEIGHT_TOL,      // alive: the height term is 0 this far above min_height, penalized below (0.15 m)
   HP_NPARAM
 };
 #define HP(m, i) ((m)->task_param[i])
@@ -124,7 +124,7 @@ SIM_FN void hopper_act(const SimModel* m, SimWorld* d, const sim_real* act, int 
 SIM_FN sim_real hopper_alive(const SimModel* m, const SimWorld* d, sim_real* d_rootz, sim_real* d_rooty) {
   const sim_real wa = (sim_real)HP(m, HP_ALIVE_WEIGHT), wu = (sim_real)HP(m, HP_UPRIGHT_WEIGHT);
   const sim_real amax = (sim_real)HP(m, HP_MAX_ANGLE);
-  sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - (sim_real)(HP(m, HP_MIN_HEIGHT) + HOPPER_HEIGHT_TOL), de = 1;
+  sim_real e = (sim_real)HOPPER_Z0 + d->qpos[1] - (sim_real)(HP(m, HP_MIN_HEIGHT) + HP(m, HP_HEIGHT_TOL)), de = 1;
   if (e < -1) e = -1, de = 0;
   if (e > (sim_real)HP(m, HP_HEIGHT_MAX)) e = (sim_real)HP(m, HP_HEIGHT_MAX), de = 0;
   sim_real height = e, dheight = de;
@@ -236,9 +236,9 @@ static const char* const hopper_stat_names[2] = {"forward_distance", "forward_sp
 static const char* const hopper_param_names[HP_NPARAM] = {
     "forward_weight", "speed_cap",  "alive_weight", "upright_weight", "max_angle",   "min_height",
     "ctrl_cost",      "reset_push", "height_max",   "clock_period", "hop_weight", "hop_amplitude", "hop_center",
-    "gear_scale"};
+    "gear_scale", "height_tol"};
 static const double hopper_param_defaults[HP_NPARAM] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.3, 0.0,
-                                                          0.0, 0.1, 1.0, 1.0};
+                                                          0.0, 0.1, 1.0, 1.0, 0.15};
 static int hopper_obs_dim(const double* p) { return p[HP_CLOCK_PERIOD] > 0 ? 15 : 13; }
 static int hopper_load_options(const double* p, SimLoadOptions* o, char* err, size_t errlen) {
   if (!(p[HP_GEAR_SCALE] > 0 && p[HP_GEAR_SCALE] <= 100)) {

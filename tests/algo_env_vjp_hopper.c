@@ -15,13 +15,14 @@
 #include "tests/test.h"
 
 // the task parameters (envs/hopper.c HP_*): forward weight, speed cap, alive weight, upright weight, max angle,
-// min height, control cost, reset push, height max, clock period
-#define NP 14
+// min height, control cost, reset push, height max, clock period, hop weight / amplitude / centre, gear scale,
+// height tolerance
+#define NP 15
 static double P[NP];
 
 // the alive bonus as envs/hopper.c documents it (DiffRL's shaping): height margin term + uprightness term
 static double alive_ref(double rootz, double rooty) {
-  double e = 1 + rootz - (P[5] + 0.15);
+  double e = 1 + rootz - (P[5] + P[14]);
   e = e < -1 ? -1 : (e > P[8] ? P[8] : e);
   double a = rooty / P[4];
   return P[2] * ((e >= 0 ? e : -200 * e * e) + P[3] * (1 - a * a));
@@ -66,15 +67,16 @@ int main(void) {
 
   TEST_CHECK(info->nparam == NP && !strcmp(info->param_names[4], "max_angle") &&
                  !strcmp(info->param_names[8], "height_max") && !strcmp(info->param_names[9], "clock_period") &&
-                 info->param_defaults[8] == 0.3 && info->param_defaults[9] == 0,
+                 info->param_defaults[8] == 0.3 && info->param_defaults[9] == 0 &&
+                 !strcmp(info->param_names[14], "height_tol") && info->param_defaults[14] == 0.15,
              "task parameters");
   TEST_CHECK(info->obs_dim_of && info->obs_dim_of(info->param_defaults) == 13, "default observation size");
   // the VJPs at the defaults (the committed task), at a second parameter set (every term re-weighted) and at a
   // third (height cap 0.6, clock on)
-  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0, 0.0, 0.1, 1.0, 1.0};
-  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5, 0.0, 0.1, 1.0, 1.0};
+  static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0, 0.0, 0.1, 1.0, 1.0, 0.25};
+  static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5, 0.0, 0.1, 1.0, 1.0, 0.15};
   // a fourth (the hop reference on: weight 2, amplitude 0.15 m about 1.02 m, period 0.4 s)
-  static const double hop[NP] = {1.0, 0.0, 0.5, 1.0, 1.0, 0.6, 1e-3, 0.0, 0.3, 0.4, 2.0, 0.15, 1.02, 1.0};
+  static const double hop[NP] = {1.0, 0.0, 0.5, 1.0, 1.0, 0.6, 1e-3, 0.0, 0.3, 0.4, 2.0, 0.15, 1.02, 1.0, 0.15};
   TEST_CHECK(!strcmp(info->param_names[10], "hop_weight") && info->param_defaults[10] == 0,
              "hop reference off by default");
   TEST_CHECK(info->obs_dim_of(tall) == 15 && !strcmp(info->obs_names[13], "clock_sin") &&
