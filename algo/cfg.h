@@ -39,6 +39,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(run, seed, INT, "1", "[0, 9223372036854775807]", CFG_H, "seed of every random stream") \
   X(run, max_iterations, INT, "100", "[1, 1000000000]", 0, "total iterations of the run") \
   X(run, checkpoint_every, INT, "50", "[0, 1000000000]", 0, "checkpoint period in iterations (0: only at the end)") \
+  X(run, eval_episodes, INT, "0", "[0, 1048576]", 0, "deterministic evaluation episodes at each checkpoint; the best is kept as best.h5 (0: off)") \
   X(run, device, ENUM, "cpu", "cpu|cuda", 0, "backend") \
   X(run, tensorboard, BOOL, "true", "", 0, "write TensorBoard event files") \
   X(policy, actor_hidden, INTLIST, "[64, 64]", "[1, 65536]", CFG_H, "actor hidden widths") \

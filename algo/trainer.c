@@ -15,6 +15,7 @@
 #include "algo/algo.h"
 #include "algo/ckpt.h"
 #include "algo/tb.h"
+#include "nn/nn_export.h"
 
 _Static_assert(sizeof(sim_real) == sizeof(float), "the trainer runs the float32 engine (sim_real = float)");
 
@@ -144,8 +145,10 @@ static const char* const kTimeCols[] = {"env_steps_per_s", "time_sim", "time_bac
 #define NTR 9
 #define NTIME 7
 
-// Keeps the header and the rows with iteration <= keep (resume), or starts a new file.
-static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, int resume, char* err, size_t errlen) {
+// Writes header, then (resume) the old file's rows with iteration <= keep, and opens the file for appending.
+// best_ret / best_it (may be NULL): the kept row with the largest 4th column (evals.csv's return), -1 if none.
+static FILE* open_csv(const char* path, const char* header, int64_t keep, int resume, double* best_ret,
+                      int64_t* best_it, char* err, size_t errlen) {
   char tmp[4400];
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
   FILE* out = fopen(tmp, "wb");
@@ -153,10 +156,8 @@ static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, in
     snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
     return NULL;
   }
-  for (int i = 0; i < NTR; i++) fprintf(out, "%s%s", i ? "," : "", kTrainerCols[i]);
-  for (int i = 0; i < ops->n_metrics; i++) fprintf(out, ",%s", ops->metric_names[i]);
-  for (int i = 0; i < NTIME; i++) fprintf(out, ",%s", kTimeCols[i]);
-  fputc('\n', out);
+  fputs(header, out);
+  if (best_it) *best_it = -1, *best_ret = -INFINITY;
   FILE* in = resume ? fopen(path, "rb") : NULL;
   if (in) {
     char* line = NULL;
@@ -168,7 +169,10 @@ static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, in
         continue;
       }
       long long it;
-      if (sscanf(line, "%lld,", &it) == 1 && it <= keep) fputs(line, out);
+      double el, r;
+      if (sscanf(line, "%lld,", &it) != 1 || it > keep) continue;
+      fputs(line, out);
+      if (best_it && sscanf(line, "%lld,%*[^,],%lf,%lf", &it, &el, &r) == 3 && r > *best_ret) *best_ret = r, *best_it = it;
     }
     free(line);
     fclose(in);
@@ -181,6 +185,98 @@ static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, in
   FILE* f = fopen(path, "ab");
   if (!f) snprintf(err, errlen, "%s: cannot append: %s", path, strerror(errno));
   return f;
+}
+
+static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, int resume, char* err, size_t errlen) {
+  char header[8192];
+  size_t n = 0;
+  for (int i = 0; i < NTR; i++) n += snprintf(header + n, sizeof(header) - n, "%s%s", i ? "," : "", kTrainerCols[i]);
+  for (int i = 0; i < ops->n_metrics; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", ops->metric_names[i]);
+  for (int i = 0; i < NTIME; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", kTimeCols[i]);
+  snprintf(header + n, sizeof(header) - n, "\n");
+  return open_csv(path, header, keep, resume, NULL, NULL, err, errlen);
+}
+
+// ---- evaluation at checkpoints (run.eval_episodes) ----
+// Each checkpoint's deterministic policy runs eval_episodes episodes on the CPU (reset draw TRAINER_SELECT_DRAW);
+// a row goes to evals.csv and TensorBoard (eval/*), and the checkpoint with the highest mean return so far is
+// copied to best.h5 (atomically). The training state is not touched: checkpoints are the same bits with it off.
+typedef struct {
+  FILE* csv;
+  double best_ret;
+  int64_t best_it;  // -1: none yet
+  int nstat;
+  const char* const* stat_names;
+} EvalLog;
+
+static int copy_file_atomic(const char* src, const char* dst, char* err, size_t errlen) {
+  FILE* f = fopen(src, "rb");
+  if (!f) return snprintf(err, errlen, "%s: cannot read: %s", src, strerror(errno)), TRAIN_ERUN;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* buf = len > 0 ? (char*)malloc((size_t)len) : NULL;
+  int ok = buf && fread(buf, 1, (size_t)len, f) == (size_t)len;
+  fclose(f);
+  int rc = ok ? nn_export_write_atomic(dst, buf, (size_t)len, err, errlen) : -1;
+  if (!ok) snprintf(err, errlen, "%s: cannot read", src);
+  free(buf);
+  return rc ? TRAIN_ERUN : TRAIN_OK;
+}
+
+static int evals_open(EvalLog* ev, const TrainOptions* o, const EnvBatch* env, int64_t keep, char* err, size_t errlen) {
+  ev->nstat = env->task->nstat <= 8 ? env->task->nstat : 8;
+  ev->stat_names = env->task->stat_names;
+  char header[2048], path[4200];
+  size_t n = snprintf(header, sizeof(header), "iteration,env_steps,elapsed,return,return_std,episode_length,terminated");
+  for (int i = 0; i < ev->nstat; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", ev->stat_names[i]);
+  snprintf(header + n, sizeof(header) - n, "\n");
+  snprintf(path, sizeof(path), "%s/evals.csv", o->run_dir);
+  ev->csv = open_csv(path, header, keep, o->resume, &ev->best_ret, &ev->best_it, err, errlen);
+  return ev->csv ? TRAIN_OK : TRAIN_ERUN;
+}
+
+static int evals_checkpoint(EvalLog* ev, const TrainOptions* o, const TrainerState* ts, double start, TbWriter* tb,
+                            char* err, size_t errlen) {
+  char ck[4200], best[4200], msg[2048];
+  snprintf(ck, sizeof(ck), "%s/ckpt_%06lld.h5", o->run_dir, (long long)ts->iteration);
+  EvalResult r;
+  int n = (int)o->cfg.run_eval_episodes;
+  if (trainer_eval(ck, &o->cfg, n, TRAINER_SELECT_DRAW, &r, msg, sizeof(msg))) {
+    snprintf(err, errlen, "evaluation of %s: %s", ck, msg);
+    return TRAIN_ERUN;
+  }
+  double el = algo_now() - start, term = (double)r.terminated / n;
+  fprintf(ev->csv, "%lld,%lld,%.9g,%.9g,%.9g,%.9g,%.9g", (long long)ts->iteration, (long long)ts->env_steps, el,
+          r.return_mean, r.return_std, r.length_mean, term);
+  for (int i = 0; i < ev->nstat; i++) fprintf(ev->csv, ",%.9g", i < r.nstat ? r.stat_mean[i] : NAN);
+  fputc('\n', ev->csv);
+  fflush(ev->csv);
+  if (tb) {
+    const char* tags[3 + 8] = {"eval/return", "eval/episode_length", "eval/terminated"};
+    double v[3 + 8] = {r.return_mean, r.length_mean, term};
+    char tagbuf[8][64];
+    int nt = 3;
+    for (int i = 0; i < r.nstat && i < 8; i++)
+      if (isfinite(r.stat_mean[i])) {
+        snprintf(tagbuf[i], 64, "eval/%s", r.stat_names[i]);
+        tags[nt] = tagbuf[i], v[nt++] = r.stat_mean[i];
+      }
+    tb_scalars(tb, ts->iteration, tags, v, nt);
+  }
+  int is_best = ev->best_it < 0 || r.return_mean > ev->best_ret;
+  if (is_best) {
+    snprintf(best, sizeof(best), "%s/best.h5", o->run_dir);
+    if (copy_file_atomic(ck, best, err, errlen)) return TRAIN_ERUN;
+    ev->best_ret = r.return_mean, ev->best_it = ts->iteration;
+  }
+  if (!o->quiet) {
+    fprintf(stderr, "eval at iteration %lld: return %.4f, terminated %d/%d", (long long)ts->iteration, r.return_mean,
+            r.terminated, n);
+    for (int i = 0; i < r.nstat; i++) fprintf(stderr, ", %s %.4f", r.stat_names[i], r.stat_mean[i]);
+    fprintf(stderr, "%s\n", is_best ? " [best.h5]" : "");
+  }
+  return TRAIN_OK;
 }
 
 static void fmt_duration(double s, char* buf, size_t len) {
@@ -241,6 +337,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   int rc = TRAIN_OK;
   FILE* metrics = NULL;
   TbWriter* tb = NULL;
+  EvalLog ev = {NULL, 0, -1, 0, NULL};
   if (o->resume) {
     // the config hash first: a changed config.yaml would otherwise show up as shape errors
     int64_t stored_hash = 0;
@@ -280,6 +377,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     rc = TRAIN_ERUN;
     goto done;
   }
+  if (c->run_eval_episodes > 0 && (rc = evals_open(&ev, o, env, ts.iteration, err, errlen))) goto done;
 
   int ncol = NTR + ops->n_metrics + NTIME;
   const char* tags[NTR + ALGO_MAX_METRICS + NTIME];
@@ -355,12 +453,18 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
                 "steps/s %.0f ETA %s%s\n", (long long)ts.iteration, (long long)total, (long long)ts.env_steps, ret,
                 len, row[6], tr[0], etab, ck ? " [checkpoint]" : "");
     }
+    // after the progress line: the evaluation's time counts in the next iteration's elapsed, not in this one's
+    if (ck && ev.csv && (rc = evals_checkpoint(&ev, o, &ts, start, tb, err, errlen))) goto done;
   }
   if (!o->quiet && o->progress_tty) fputc('\n', stderr);
   if (!o->quiet && first >= total)
     fprintf(stderr, "run already at iteration %lld of %lld: nothing to do\n", (long long)first, (long long)total);
+  if (!o->quiet && ev.best_it >= 0)
+    fprintf(stderr, "best evaluation: iteration %lld, return %.4f: %s/best.h5\n", (long long)ev.best_it, ev.best_ret,
+            o->run_dir);
 done:
   if (metrics) fclose(metrics);
+  if (ev.csv) fclose(ev.csv);
   tb_close(tb);
   ops->destroy(algo);
   env_destroy(env);
@@ -429,12 +533,13 @@ int trainer_checkpoint_config(const char* checkpoint, Cfg* c, char* err, size_t 
   return rc;
 }
 
-int trainer_eval(const char* checkpoint, const Cfg* cfg, int episodes, EvalResult* out, char* err, size_t errlen) {
+int trainer_eval(const char* checkpoint, const Cfg* cfg, int episodes, int draw, EvalResult* out, char* err,
+                 size_t errlen) {
   memset(out, 0, sizeof(*out));
   EvalPolicy p;
-  // evaluation episodes use their own reset noise (not the training worlds')
-  if (eval_policy_open(&p, checkpoint, cfg, episodes, (uint64_t)cfg->run_seed ^ 0x5EEDE7A1ULL, err, errlen))
-    return TRAIN_EUSER;
+  // evaluation episodes use their own reset noise (not the training worlds'); draw 0 keeps the seed of before
+  uint64_t seed = ((uint64_t)cfg->run_seed ^ 0x5EEDE7A1ULL) + (uint64_t)draw * 0x9E3779B97F4A7C15ULL;
+  if (eval_policy_open(&p, checkpoint, cfg, episodes, seed, err, errlen)) return TRAIN_EUSER;
   const AlgoOps* ops = p.ops;
   EnvBatch* env = p.env;
   void* algo = p.algo;

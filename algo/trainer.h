@@ -1,7 +1,9 @@
 // trainer.h: the generic training loop (rollout -> update -> log -> checkpoint) and evaluation.
 //
 // Run directory: config.yaml (resolved config, overrides applied), metrics.csv (one row per iteration),
-// events.out.tfevents.* (TensorBoard), ckpt_%06d.h5 (every run.checkpoint_every iterations and at the end).
+// events.out.tfevents.* (TensorBoard), ckpt_%06d.h5 (every run.checkpoint_every iterations and at the end);
+// with run.eval_episodes > 0 also evals.csv (a deterministic evaluation of each checkpoint) and best.h5 (a copy
+// of the checkpoint with the highest evaluation return so far).
 // Resume continues bit-identically from the latest checkpoint: the checkpoint holds the algorithm's state,
 // the environment's state (engine state per world, step counters, RNG streams, episode statistics), the
 // iteration and the config hash, which must match the run directory's config.yaml.
@@ -43,9 +45,13 @@ typedef struct {
   double stat_mean[8], stat_std[8];
 } EvalResult;
 
-// Deterministic policy (mean action) for one episode in each of `episodes` worlds (reset seed derived from the
-// run's seed); c is the run's config (trainer_checkpoint_config, or the run directory's config.yaml).
-int trainer_eval(const char* checkpoint, const Cfg* c, int episodes, EvalResult* out, char* err, size_t errlen);
+// Deterministic policy (mean action) for one episode in each of `episodes` worlds; c is the run's config
+// (trainer_checkpoint_config, or the run directory's config.yaml). The reset draws come from the run's seed and
+// `draw`: 0 is `adjoint eval`'s default, TRAINER_SELECT_DRAW the trainer's own evaluation at checkpoints
+// (run.eval_episodes), so a figure reported with draw 0 is independent of the draws that chose best.h5.
+#define TRAINER_SELECT_DRAW 1
+int trainer_eval(const char* checkpoint, const Cfg* c, int episodes, int draw, EvalResult* out, char* err,
+                 size_t errlen);
 
 // The run's resolved config as the trainer stored it in the checkpoint (its "config" attribute) over the
 // defaults: 0; CKPT_EMISSING when the checkpoint has none (older files: use RUN_DIR/config.yaml); another

@@ -7,8 +7,12 @@
 # deterministic policy, EMA weights where kept, on the CPU, in parallel). Runs sharing the GPU only slow each
 # other down, so a figure within the limit here is within it alone too. Writes OUT/<name>/ (the runs),
 # OUT/evals.csv (name, iteration, elapsed s, return, terminated fraction, forward speed m/s) and prints it.
+# A run with run.eval_episodes > 0 (the trainer's own evaluation of each checkpoint, its evals.csv) also gets a
+# row NAME_best: the checkpoint the trainer rated best (highest return on its draw 1) among those within the
+# limit, evaluated here on adjoint eval's default draws (independent of the selection).
 # COMPACT=1 packs metrics, configs and logs into OUT/runs.tgz and removes the run folders (the device tool
-# returns few files); KEEP="NAME ..." first copies each named run's last evaluated checkpoint to OUT/NAME_last.h5.
+# returns few files); KEEP="NAME ..." first copies each named run's best checkpoint within the limit to
+# OUT/NAME_best.h5 where it has one, else its last evaluated checkpoint to OUT/NAME_last.h5.
 set -u
 out=$1
 shift
@@ -49,16 +53,25 @@ for spec in "$@"; do
   done | awk -v n="$neval" '{a[NR]=$0} END{for(i=1;i<=NR;i++) if(i==NR || (i-1)%int((NR+n-1)/n)==0) print a[i]}')
   last=""
   for c in $cks; do last=$c; done
-  [ -n "$last" ] && printf "%s/ckpt_%06d.h5\n" "$dir" "${last%%:*}" >"$out/.last_$name"
+  [ -n "$last" ] && printf "%s/ckpt_%06d.h5 last\n" "$dir" "${last%%:*}" >"$out/.last_$name"
+  if [ -f "$dir/evals.csv" ]; then  # the trainer's pick within the limit (evals.csv: iteration, env_steps, elapsed, return)
+    best=$(awk -F, -v l="$limit" 'NR>1 && $3 <= l && (b == "" || $4 > r) {b = $1; r = $4; e = $3} END {if (b != "") print b ":" e}' "$dir/evals.csv")
+    if [ -n "$best" ]; then
+      printf "%s/ckpt_%06d.h5 best\n" "$dir" "${best%%:*}" >"$out/.last_$name"
+      cks="$cks best$best"
+    fi
+  fi
   for c in $cks; do
     it=${c%%:*}
     el=${c#*:}
+    row=$name
+    case $it in best*) it=${it#best} row=${name}_best ;; esac
     ck=$(printf "%s/ckpt_%06d.h5" "$dir" "$it")
     (r=$($adj eval "$ck" --episodes 16 2>&1)
      ret=$(echo "$r" | sed -n 's/.*return \([-0-9.e+]*\).*/\1/p' | head -n1)
      term=$(echo "$r" | sed -n 's/.*terminated [0-9]*\/[0-9]* (\([0-9.]*\)).*/\1/p' | head -n1)
      spd=$(echo "$r" | sed -n 's/.*forward_speed \([-0-9.e+]*\).*/\1/p' | head -n1)
-     echo "$name,$it,$el,$ret,$term,$spd" >>"$out/evals.csv") &
+     echo "$row,$it,$el,$ret,$term,$spd" >>"$out/evals.csv") &
     jobs="$jobs $!"
   done
 done
@@ -73,10 +86,13 @@ done | tee "$out/timing.txt"
 echo "== evals (name, iteration, elapsed s, return, terminated fraction, forward speed)"
 (head -n1 "$out/evals.csv"; tail -n +2 "$out/evals.csv" | sort -t, -k1,1 -k2,2n)
 if [ "${COMPACT:-0}" = 1 ]; then
-  (cd "$out" && tar czf runs.tgz --exclude='*.h5' --exclude='events*' ./*/metrics.csv ./*/config.yaml ./train_*.log 2>/dev/null)
+  (cd "$out" && tar czf runs.tgz --exclude='*.h5' --exclude='events*' ./*/metrics.csv ./*/evals.csv ./*/config.yaml \
+    ./train_*.log 2>/dev/null)
   for spec in "$@"; do
     name=${spec%%=*}
-    case " ${KEEP:-} " in *" $name "*) [ -f "$out/.last_$name" ] && cp "$(cat "$out/.last_$name")" "$out/${name}_last.h5" ;; esac
+    case " ${KEEP:-} " in
+      *" $name "*) [ -f "$out/.last_$name" ] && read -r ck kind <"$out/.last_$name" && cp "$ck" "$out/${name}_$kind.h5" ;;
+    esac
     rm -rf "${out:?}/$name" "$out/train_$name.log" "$out/.last_$name"
   done
 fi

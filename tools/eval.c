@@ -14,16 +14,17 @@
 #include "tools/train_eval.h"
 
 static const char* kEvalUsage =
-    "usage: adjoint eval RUN_DIR|CHECKPOINT.h5 [--episodes N] [--device cpu|cuda]\n"
+    "usage: adjoint eval RUN_DIR|CHECKPOINT.h5 [--episodes N] [--draw K] [--device cpu|cuda]\n"
     "  RUN_DIR uses its latest ckpt_*.h5; the config is the one the trainer stored in the checkpoint, else the\n"
     "  run directory's config.yaml (so a checkpoint copied on its own evaluates too).\n"
     "  --episodes N   episodes (one per world, in parallel; default 16)\n"
+    "  --draw K       reset draws (default 0; the trainer chose best.h5 on draw 1: report another)\n"
     "  --device D     backend (cpu for now)\n";
 
 int eval_main(int argc, char** argv) {
   const char* target = NULL;
   const char* device = "cpu";
-  int episodes = 16;
+  int episodes = 16, draw = 0;
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -32,6 +33,8 @@ int eval_main(int argc, char** argv) {
     }
     if (!strcmp(a, "--episodes")) {
       if (cli_int(argc, argv, &i, 1, 1 << 20, &episodes)) return 2;
+    } else if (!strcmp(a, "--draw")) {
+      if (cli_int(argc, argv, &i, 0, 1 << 30, &draw)) return 2;
     } else if (!strcmp(a, "--device")) {
       if (!(device = cli_value(argc, argv, &i))) return 2;
       if (strcmp(device, "cpu") && strcmp(device, "cuda")) {
@@ -89,7 +92,7 @@ int eval_main(int argc, char** argv) {
     fprintf(stderr, "adjoint eval: %s\n", err);
     return 2;
   }
-  rc = trainer_eval(ckpt, &c, episodes, &r, err, sizeof(err));
+  rc = trainer_eval(ckpt, &c, episodes, draw, &r, err, sizeof(err));
   if (rc) {
     fprintf(stderr, "adjoint eval: %s\n", err);
     return rc == TRAIN_EUSER ? 2 : 1;
