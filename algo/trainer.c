@@ -264,11 +264,12 @@ static int evals_checkpoint(EvalLog* ev, const TrainOptions* o, const TrainerSta
       }
     tb_scalars(tb, ts->iteration, tags, v, nt);
   }
-  int is_best = ev->best_it < 0 || r.return_mean > ev->best_ret;
+  double score = r.return_mean == r.return_mean ? r.return_mean : -INFINITY;  // a NaN return never stays best
+  int is_best = ev->best_it < 0 || score > ev->best_ret;
   if (is_best) {
     snprintf(best, sizeof(best), "%s/best.h5", o->run_dir);
     if (copy_file_atomic(ck, best, err, errlen)) return TRAIN_ERUN;
-    ev->best_ret = r.return_mean, ev->best_it = ts->iteration;
+    ev->best_ret = score, ev->best_it = ts->iteration;
   }
   if (!o->quiet) {
     fprintf(stderr, "eval at iteration %lld: return %.4f, terminated %d/%d", (long long)ts->iteration, r.return_mean,
