@@ -1,10 +1,11 @@
 #!/bin/bash
-# cartpole_gpu.sh OUT [PRESET...]: issue 6's cartpole measurement on the GPU machine. For each preset
-# (default: shac nablamimic = configs/cartpole_<preset>.yaml) it trains with `--device cuda` for at most
-# LIMIT s (default 60) of wall time, checkpointing every EVERY iterations (default 25), while a watcher
-# evaluates the newest checkpoint with `adjoint eval --episodes 16` (deterministic policy, CPU) and stops the
-# run at the first mean return >= TARGET (default 800). Writes OUT/<preset>/ (the run), OUT/evals.csv
-# (preset, iteration, elapsed training wall time from metrics.csv, eval return) and prints a short table.
+# cartpole_gpu.sh OUT [PRESET...]: the cartpole measurement on a GPU (target: a deterministic eval return >= 800
+# within 60 s of training). For each preset (default: shac nablamimic = configs/cartpole_<preset>.yaml) it
+# trains with `--device cuda` for at most LIMIT s (default 60) of wall time, checkpointing every EVERY
+# iterations (default 25), while a watcher evaluates the newest checkpoint with `adjoint eval --episodes 16`
+# (deterministic policy, CPU) and stops the run at the first mean return >= TARGET (default 800). Writes
+# OUT/<preset>/ (the run), OUT/evals.csv (preset, iteration, elapsed training wall time from metrics.csv, eval
+# return) and prints a short table.
 # CPU_ITERS > 0 (default 20) also times the CPU path of each preset on this machine (median time_iteration).
 set -u
 out=$1

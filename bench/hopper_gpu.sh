@@ -1,5 +1,6 @@
 #!/bin/bash
-# hopper_gpu.sh OUT NAME=CONFIG[,key=value...] ...: issue 7's hopper measurement on the GPU machine. Trains
+# hopper_gpu.sh OUT NAME=CONFIG[,key=value...] ...: the hopper measurement on a GPU (target: a mean forward
+# speed >= 1.5 m/s with >= 90% of the evaluation episodes not terminated within 5 minutes of training). Trains
 # every NAME at once with `--device cuda` (CONFIG a file of configs/, the rest dotted overrides or
 # num_envs=N), each for LIMIT s of wall time (default 300), checkpointing every EVERY iterations (default
 # 100); then evaluates, for each run, the checkpoints whose training wall time (metrics.csv `elapsed`) is

@@ -8,7 +8,7 @@ usage: nn_report.py FILE.json... [--tune-table TABLE.txt]
   `nn_report.py OURS.json TORCH.json` still works (tuned columns then show "-").
 Ratios are our time over PyTorch's: "/ best PyTorch" against the faster PyTorch mode (CUDA graph or eager), per
 our mode. Ours is the faster of our own graph and eager modes (graph in practice).
-Targets from issue 5: <= 0.6 at batches 4096 and 65536, <= 0.9 at 262144.
+The nn/ speed targets (our time over PyTorch's): <= 0.6 at batches 4096 and 65536, <= 0.9 at 262144.
 GEMMs only (graph-captured): the cuBLASLt calls of our plans alone (train: on one stream in backward's order, and
 with the weight-gradient GEMMs on the second stream as our backward runs them), PyTorch's addmm/mm chain alone.
 "ours GEMMs / best PyTorch" is the floor our step cannot go below with those GEMMs: above the target, the target

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""export_check: a trained checkpoint's exports against the framework's own inference (issue 7's export check).
+"""export_check: a trained checkpoint's exports against the framework's own inference (the hopper policy's export check).
 
 Usage: export_check.py ADJOINT CHECKPOINT.h5
        export_check.py ADJOINT --train CONFIG [key=value ...]   (trains 2 iterations on the CPU first)

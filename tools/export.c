@@ -148,7 +148,7 @@ static const char* hidden_list(const NnConfig* nc) {  // "64,64"
 static const char* lib_msg(const char* e) { return strncmp(e, "export: ", 8) ? e : e + 8; }
 
 #define CHECK_N 1000
-#define CHECK_TOL 1e-6  // issue 7: the blob routine within 1e-6 of the framework's own inference
+#define CHECK_TOL 1e-6  // the blob routine within 1e-6 of the framework's own inference
 
 // --check: the trainer's policy and the blob routine on CHECK_N observations around the normalizer's statistics
 // (N(0, 1) per component without one); 0, or 1 when above CHECK_TOL or when a step fails (with a message).
