@@ -1,55 +1,26 @@
 // hopper.c: forward hopping with dm_control's planar hopper model, rewarded and terminated as Gym's Hopper.
 //
-// Model hopper/hopper.xml (dm_control suite, through the asset search path; never copied into the repo): Euler,
-// timestep 0.005 s (the model's own, so no override), frame_skip 4 -> a 20 ms control step, 1000 control steps
-// (20 s) per episode. Joints, all 1-dof (nq == nv == 7): rootx (slide x), rootz (slide z), rooty (hinge y: the
-// torso's pitch), waist (+-30 deg), hip (-170..10 deg), knee (5..150 deg), ankle (+-45 deg); motors with
-// ctrlrange [-1, 1] and gear 30 / 40 / 30 / 10 (waist, hip, knee, ankle). The torso body sits at z = 1 in the
-// model, so the torso height is h = HOPPER_Z0 + qpos[rootz] with HOPPER_Z0 = 1 (standing on the extended leg:
-// h ~ 0.94; rootz = 0 leaves the foot 6 cm above the floor).
-//
-// Observation (13; 15 with the clock): [qpos[1:7], V * tanh(qvel / V)] = rootz, rooty, waist, hip, knee, ankle,
-//   then the 7 joint velocities softly bounded to +-V (V = HOPPER_VEL_SCALE = 10): Gym clips qvel to +-10; tanh
-//   keeps the bound and a non-zero gradient (slope 1 - tanh^2, ~1 for |qvel| << 10). rootx is not observed
-//   (translation).
-//   With clock_period = T > 0 (default 0: none) two elements follow, sin and cos of 2 pi t / T, t the simulated
-//   time since the episode's reset (the engine's reset zeroes it, auto-resets included): a phase for a
-//   periodic gait, which the state alone does not give a policy leaving the standing optimum. VJP zero.
-// Action (4): ctrl = clip(a, -1, 1) (the motors' ctrlrange; a NaN action gives ctrl 0).
-// Reward, after the step, at the post-step state: Gym Hopper-v4's forward velocity and control cost, and an
-// alive bonus that is a smooth function of the healthy state (NVlabs/DiffRL's hopper shaping) instead of
-// Gym's constant 1, so that a gradient-based learner sees the termination boundary coming:
-//   r = qvel[rootx] + alive(h, rooty) - ctrl_cost * |ctrl|^2,   ctrl_cost = 1e-3
-//   alive = height + upright:
+// Model hopper/hopper.xml (dm_control suite, through the asset search path; never copied into the repo): its own
+// 5 ms Euler step, frame_skip 4 (a 20 ms control step), 1000 control steps per episode; nq == nv == 7 (rootx,
+// rootz, rooty, waist, hip, knee, ankle), 4 motors. Torso height h = HOPPER_Z0 + qpos[rootz].
+// Observation (13; 15 with the clock): qpos[1:7], then V tanh(qvel / V) (V = HOPPER_VEL_SCALE: Gym's clip, with
+//   a gradient); clock_period = T > 0 appends sin and cos of 2 pi t / T, t the time since the reset (VJP zero).
+// Action (4): ctrl = clip(a, -1, 1) (a NaN action gives ctrl 0).
+// Reward, at the post-step state: qvel[rootx] + alive(h, rooty) - ctrl_cost |ctrl|^2, the alive bonus smooth in
+//   the healthy state (NVlabs/DiffRL's hopper shaping instead of Gym's constant 1, so that a gradient-based
+//   learner sees the termination boundary coming):
 //     height:  e = clip(h - (min_height + height_tol), -1, height_max), then e if e >= 0 else
-//              -HOPPER_HEIGHT_PENALTY e^2   (height_tol 0.15, height_max 0.3, penalty 200: +0.19 standing at
-//              h ~ 0.94, 0 at h = 0.75, -4.5 at the termination height 0.6). The cap 0.3 (h = 1.05) pays
-//              little above standing; a larger height_max rewards hopping up, to study leaving the standing
-//              optimum.
-//     upright: 1 - (rooty / max_angle)^2   (1 upright, 0 at the termination angle)
-//   hop reference (hop_weight > 0 and clock_period = T > 0; default off): - hop_weight (h - h_ref(t))^2 with
-//     h_ref = hop_center + hop_amplitude sin(2 pi t / T) (1.0 m, 0.1 m): a vertical bounce for the policy to
-//     track, in phase with the observed clock. Its peaks lie above the standing height, so tracking them means
-//     leaving the ground, and the rollouts then hold flights whose gradients the stance alone never shows.
-// Strength: gear_scale (1) multiplies every motor's gear at load (5: 150 / 200 / 150 / 50 N m, about Gym
-//   Hopper's 200 per motor), to study whether the target is a matter of this model's weak motors.
-//   so standing still earns ~1.2 per step and hopping forward at v earns ~1.2 + v. qvel[rootx] is the torso
-//   body's forward velocity (m/s) at the end of the control step (Gym uses the step's mean, (x' - x) / dt,
-//   which a post-step reward cannot see). Paid on every step, the terminating one included. Smooth in
-//   (qpos, qvel, ctrl) except at the clip's ends.
-// Termination (Gym's healthy checks, the height threshold scaled to this model): the episode ends when
-//   h <= min_height = 0.6, or |rooty| >= max_angle = 0.2 rad, or any |qpos[2:]| or |qvel| >= 100
-//   (HOPPER_MAX_STATE). Gym's 0.7 for its 1.25 m torso puts the hip at ~50% of its standing height; 0.6 does
-//   the same here (hip 0.25 m below the torso origin, extended leg 0.69 m) and is dm_control's stand height.
-// Reset (after the engine's reset to qpos0): every joint at qpos0 clamped into [lo + c, hi - c] of its range
-//   where limited (qpos0 = 0 lies below the knee's 5 deg limit: the knee starts at 5 deg + c), plus
-//   U(-c, c) with c = HOPPER_RESET_NOISE = 5e-3 (Gym's reset_noise_scale); qvel = U(-c, c). rootx gets no noise
-//   (nothing depends on it), so qpos[rootx] / time is exactly the mean forward speed since the reset.
-// The constants named in lower case are run-time task parameters (config env.params, HP_* below) whose
-// defaults are the values given here; the others also weight the forward term, cap it, weight the alive bonus
-// and its uprightness term, or push the torso forward at reset.
+//              -HOPPER_HEIGHT_PENALTY e^2
+//     upright: 1 - (rooty / max_angle)^2
+//   hop reference (hop_weight > 0 and clock_period = T > 0): - hop_weight (h - h_ref(t))^2 with
+//     h_ref = hop_center + hop_amplitude sin(2 pi t / T).
+// Termination (Gym's healthy checks): h <= min_height, |rooty| >= max_angle, or any |qpos[2:]| or |qvel| >=
+//   HOPPER_MAX_STATE. Reset: qpos0 clamped into [lo + c, hi - c] of each limited joint plus U(-c, c), qvel
+//   U(-c, c), c = HOPPER_RESET_NOISE; rootx exact, so qpos[rootx] / time is the mean forward speed.
+// Lower-case names are run-time task parameters (config env.params, HP_* below; gear_scale multiplies every
+// motor's gear at load). configs/README.md, "Hopper", gives their values and the reasons for them.
 // Episode statistics (ENV_TASK_HOST_STATS, at an episode's final state): forward_distance = qpos[rootx] (m),
-//   forward_speed = qpos[rootx] / time (m/s, the displacement over the simulated time since the reset).
+//   forward_speed = qpos[rootx] / time (m/s).
 //
 // Contacts (the foot, calf, ... on the floor) and the joint limits are constraint rows: SHAC differentiates
 // through them with the engine's constraint adjoint (sim/sim_adjoint_constraint.c); the reward and
