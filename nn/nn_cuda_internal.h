@@ -106,7 +106,7 @@ int nn_gemm_run(NnCudaMlp* M, NnGemm* g, const float* A, const float* B, float* 
 int nn_tune_env_init(void);
 // g is planned (descriptors, heuristic's first algorithm). Replaces g's algorithm with the table's choice for s,
 // else (stream not capturing, table not frozen) times the candidates on A, B, C, bias (the model's scratch
-// buffers, same shapes as the real call) and records the fastest; else keeps heuristic #0.
+// buffers, same shapes as the real call) and records the fastest; else keeps the heuristic's first.
 int nn_tune_gemm(NnCudaMlp* M, NnGemm* g, const NnGemmShape* s, const float* A, const float* B, float* C,
                  const float* bias);
 // After planning: saves the table to $ADJ_NN_TUNE_FILE when set and new entries were timed.

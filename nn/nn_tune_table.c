@@ -81,7 +81,7 @@ int nn_tune_entry_check(const NnTuneEntry* e, char* err, size_t errlen) {
     return nn_errorf(err, errlen, NN_EFORMAT, "negative algorithm attribute");
   if (a->inner > 65535 || a->cluster > 65535) return nn_errorf(err, errlen, NN_EFORMAT, "inner/cluster out of range (16 bit)");
   // cuBLASLt reports SPLITK_NUM = -1 for kernels that do not take a split-K count (seen on the H200 for sm90
-  // kernels, also among heuristic #0's choices in the default mode); such an entry is kept as the library gave it
+  // kernels, also among the heuristic's first choices in the default mode); such an entry is kept as the library gave it
   if (a->splitk_num < 1 && a->splitk_num != -1) return nn_errorf(err, errlen, NN_EFORMAT, "splitk must be -1 or >= 1");
   if (a->reduction == 1)
     return nn_errorf(err, errlen, NN_EFORMAT, "rscheme=1 (in-place split-K with atomics) is not deterministic; refused");
