@@ -11,8 +11,8 @@
 # A run with run.eval_episodes > 0 (the trainer's own evaluation of each checkpoint, its evals.csv) also gets a
 # row NAME_best: the checkpoint the trainer rated best (highest return on its draw 1) among those within the
 # limit, evaluated here on adjoint eval's default draws (independent of the selection).
-# COMPACT=1 packs metrics, configs and logs into OUT/runs.tgz and removes the run folders (the device tool
-# returns few files); KEEP="NAME ..." first copies each named run's best checkpoint within the limit to
+# COMPACT=1 packs metrics, configs and logs into OUT/runs.tgz and removes the run folders (fewer files to
+# copy back from the GPU machine); KEEP="NAME ..." first copies each named run's best checkpoint within the limit to
 # OUT/NAME_best.h5 where it has one, else its last evaluated checkpoint to OUT/NAME_last.h5.
 set -u
 out=$1
