@@ -56,7 +56,7 @@ int train_main(int argc, char** argv) {
     }
     int rc = 0;
     if (!strcmp(a, "--seed")) rc = cli_u64(argc, argv, &i, &seed), seed_set = 1;
-    else if (!strcmp(a, "--num-envs")) rc = cli_int(argc, argv, &i, 1, 1 << 24, &num_envs), envs_set = 1;
+    else if (!strcmp(a, "--num-envs")) rc = cli_int(argc, argv, &i, 1, TRAINER_MAX_ENVS, &num_envs), envs_set = 1;
     else if (!strcmp(a, "--max-iterations")) rc = cli_int(argc, argv, &i, 1, 1000000000, &max_iter), iters_set = 1;
     else if (!strcmp(a, "--run-dir")) rc = !(run_dir = cli_value(argc, argv, &i)) ? 2 : 0;
     else if (!strcmp(a, "--resume")) rc = !(resume = cli_value(argc, argv, &i)) ? 2 : 0;
