@@ -73,10 +73,10 @@ def mutate_config(rng, text):
     """returns (new text, overrides, expect_refusal): expect_refusal when a long token hides an out-of-range
     value (exit 0 there is a silent truncation)"""
     lines = yaml_lines(text)
-    value_lines = [i for i, l in enumerate(lines) if re.match(r"^\s+\w+:\s*\S", l) and not l.lstrip().startswith("#")]
     overrides = []
     expect_refusal = False
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        value_lines = [i for i, l in enumerate(lines) if re.match(r"^\s+\w+:\s*\S", l)]
         kind = rng.random()
         if kind < 0.40 and value_lines:  # a value from the pool
             i = rng.choice(value_lines)
@@ -98,11 +98,9 @@ def mutate_config(rng, text):
             expect_refusal = True
         elif kind < 0.58 and value_lines:  # delete a key
             del lines[rng.choice(value_lines)]
-            value_lines = [i for i, l in enumerate(lines) if re.match(r"^\s+\w+:\s*\S", l)]
         elif kind < 0.64 and value_lines:  # duplicate a line
             i = rng.choice(value_lines)
             lines.insert(i, lines[i])
-            value_lines = [i for i, l in enumerate(lines) if re.match(r"^\s+\w+:\s*\S", l)]
         elif kind < 0.70 and value_lines:  # rename a key
             i = rng.choice(value_lines)
             key, _, val = lines[i].partition(":")
@@ -163,7 +161,7 @@ def config_case(args, rng, i, work):
         outcome = "truncation"
     shutil.rmtree(d, ignore_errors=True) if outcome in ("success", "clean") else None
     return outcome, "config %d (%s%s): exit %s %s" % (i, preset, " " + " ".join(overrides) if overrides else "", rc,
-                                                     err.split("\n")[-1][:200])
+                                                     err.split("\n")[-1][:200]), expect_refusal
 
 
 # ---- models ----
@@ -213,7 +211,7 @@ def model_case(args, rng, i, work, models):
         f.write(text)
     outcome, rc, err = run([args.adjoint, "verify", path, "--states", "2", "--no-grad"], args.timeout)
     shutil.rmtree(d, ignore_errors=True) if outcome in ("success", "clean") else None
-    return outcome, "model %d (%s): exit %s %s" % (i, os.path.basename(base), rc, err.split("\n")[-1][:200])
+    return outcome, "model %d (%s): exit %s %s" % (i, os.path.basename(base), rc, err.split("\n")[-1][:200]), False
 
 
 # ---- checkpoints ----
@@ -277,7 +275,7 @@ def checkpoint_case(args, rng, i, work, runs):
     outcome, rc, err = run(cmd, args.timeout)
     shutil.rmtree(d, ignore_errors=True) if outcome in ("success", "clean") else None
     return outcome, "checkpoint %d (%s, %s, %s): exit %s %s" % (i, os.path.basename(rdir), what, op, rc,
-                                                                err.split("\n")[-1][:200])
+                                                                err.split("\n")[-1][:200]), False
 
 
 def main():
@@ -313,14 +311,15 @@ def main():
     jobs += [("models", model_case, (args, random.Random("m%d:%d" % (args.seed, i)), i, work, models)) for i in range(nm)]
     jobs += [("checkpoints", checkpoint_case, (args, random.Random("k%d:%d" % (args.seed, i)), i, work, runs))
              for i in range(nk)]
-    counts = {f: {"cases": 0, "success": 0, "clean": 0, "crash": 0, "hang": 0, "truncation": 0}
+    counts = {f: {"cases": 0, "success": 0, "clean": 0, "crash": 0, "hang": 0, "truncation": 0, "probes": 0}
               for f in ("configs", "models", "checkpoints")}
     bad = []
     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         futs = [(fam, ex.submit(fn, *a)) for fam, fn, a in jobs]
         for fam, fu in futs:
-            outcome, desc = fu.result()
+            outcome, desc, probe = fu.result()
             counts[fam]["cases"] += 1
+            counts[fam]["probes"] += probe
             counts[fam][outcome] += 1
             if args.verbose:
                 print("%-10s %s" % (outcome, desc), flush=True)
@@ -328,10 +327,11 @@ def main():
                 bad.append("%s: %s" % (outcome.upper(), desc))
     for b in bad:
         print(b)
-    print("fuzz (seed %d): family cases success clean_error crash hang silent_truncation" % args.seed)
+    print("fuzz (seed %d): family cases success clean_error crash hang silent_truncation (of long-value probes)"
+          % args.seed)
     for fam, c in counts.items():
-        print("  %-11s %5d %7d %11d %5d %4d %17d" % (fam, c["cases"], c["success"], c["clean"], c["crash"], c["hang"],
-                                                    c["truncation"]))
+        print("  %-11s %5d %7d %11d %5d %4d %17d (of %d)" % (fam, c["cases"], c["success"], c["clean"], c["crash"],
+                                                            c["hang"], c["truncation"], c["probes"]))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if bad else 0
