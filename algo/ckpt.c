@@ -126,7 +126,8 @@ static void fix_superblock_checksum(uint8_t* img, size_t len) {
 // holding a half-closed file (which crashed HDF5's exit cleanup).
 static int write_image_atomic(const char* path, const char* tmp, const void* data, size_t len, char* err,
                               size_t errlen) {
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  unlink(tmp);  // a leftover of a killed run, or a link planted there: never written through
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (fd < 0) {
     snprintf(err, errlen, "%s: cannot create checkpoint: %s", tmp, strerror(errno));
     return CKPT_EIO;

@@ -385,7 +385,17 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       return TRAIN_EUSER;
     }
   }
+  // the run directory's files are replaced through temp + rename: only where none exists or a regular one does
+  static const char* const kOutputs[] = {"config.yaml", "metrics.csv", "evals.csv", "best.h5"};
   char path[4200];
+  for (int i = 0; i < 4; i++) {
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", o->run_dir, kOutputs[i]);
+    if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
+      snprintf(err, errlen, "%s: is not a regular file (a link, device, FIFO or directory): not replaced", path);
+      return TRAIN_EUSER;
+    }
+  }
   snprintf(path, sizeof(path), "%s/config.yaml", o->run_dir);
   if (cfg_save(c, path, err, errlen)) return TRAIN_ERUN;
 

@@ -57,6 +57,15 @@ check "the FIFO is still a FIFO" test -p "$T/fifo"
 expect 2 "--blob $T/link: is a symbolic link" "$A" export "$C3" --blob "$T/link" --quiet
 check "the symlink is still a symlink" test -L "$T/link"
 
+# ... and train's run directory: its files are replaced only where regular, its config.yaml is no input
+mkdir -p "$T/rf" && mkfifo "$T/rf/metrics.csv"
+expect 2 "$T/rf/metrics.csv: is not a regular file" "$A" train configs/cartpole_ppo.yaml --run-dir "$T/rf" \
+  --max-iterations 1 --quiet
+check "the FIFO in the run directory is still a FIFO" test -p "$T/rf/metrics.csv"
+mkdir -p "$T/rc" && cp configs/cartpole_ppo.yaml "$T/rc/config.yaml"
+expect 2 "run directory's $T/rc/config.yaml: is the input" "$A" train "$T/rc/config.yaml" --run-dir "$T/rc" \
+  --max-iterations 1 --quiet
+
 # 3. an output that is an input, or two outputs on one file: refused, the checkpoint intact
 cp "$C3" "$T/copy.h5"
 expect 2 "--blob $T/nm/../nm/ckpt_000003.h5: is the input" "$A" export "$C3" --blob "$T/nm/../nm/ckpt_000003.h5"

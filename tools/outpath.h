@@ -17,10 +17,21 @@ static inline void outpath_canon(const char* path, char* out, size_t outlen) {
   char dir[4096], real[4096];
   const char* slash = strrchr(path, '/');
   const char* base = slash ? slash + 1 : path;
-  if (slash) snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
-  else snprintf(dir, sizeof(dir), ".");
-  if (realpath(dir, real)) snprintf(out, outlen, "%s/%s", real, base);
-  else snprintf(out, outlen, "%s", path);
+  size_t dn = slash ? (slash > path ? (size_t)(slash - path) : 1) : 0;  // "/x": the root
+  if (dn >= sizeof(dir)) dn = sizeof(dir) - 1;
+  if (dn) memcpy(dir, path, dn);
+  else dir[dn++] = '.';
+  dir[dn] = 0;
+  size_t pn = strlen(path), rn, bn = strlen(base);
+  if (realpath(dir, real) && (rn = strlen(real)) + 1 + bn < outlen) {
+    memcpy(out, real, rn);
+    out[rn] = '/';
+    memcpy(out + rn + 1, base, bn + 1);
+  } else if (outlen) {  // unresolvable directory: the path as given
+    if (pn >= outlen) pn = outlen - 1;
+    memcpy(out, path, pn);
+    out[pn] = 0;
+  }
 }
 
 static inline int outpath_same(const char* a, const char* b) {
