@@ -209,7 +209,8 @@ def model_case(args, rng, i, work, models):
     path = os.path.join(d, "m.xml")
     with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(text)
-    outcome, rc, err = run([args.adjoint, "verify", path, "--states", "2", "--no-grad"], args.timeout)
+    # in its own directory: MuJoCo writes MUJOCO_LOG.TXT into the working directory on warnings
+    outcome, rc, err = run([args.adjoint, "verify", path, "--states", "2", "--no-grad"], args.timeout, cwd=d)
     shutil.rmtree(d, ignore_errors=True) if outcome in ("success", "clean") else None
     return outcome, "model %d (%s): exit %s %s" % (i, os.path.basename(base), rc, err.split("\n")[-1][:200]), False
 
