@@ -1,6 +1,7 @@
 // ckpt.c: HDF5 checkpoints (see ckpt.h).
 #define _GNU_SOURCE  // fsync, strdup
 #include "algo/ckpt.h"
+#include "nn/nn_export.h"  // nn_export_write_atomic: temp, fsync, rename, fsync of the directory
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,14 +70,6 @@ static int write_str_attr(hid_t obj, const char* name, const char* value) {
   return rc;
 }
 
-static int fsync_path(const char* path, int dir) {
-  int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return -1;
-  int rc = fsync(fd);
-  close(fd);
-  return rc;
-}
-
 // Bob Jenkins' lookup3 hash (hashlittle), the checksum HDF5 puts on its metadata.
 static uint32_t rot32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
 static uint32_t lookup3(const uint8_t* k, size_t len) {
@@ -121,56 +114,15 @@ static void fix_superblock_checksum(uint8_t* img, size_t len) {
   for (int i = 0; i < 4; i++) img[n + (size_t)i] = (uint8_t)(sum >> (8 * i));
 }
 
-// Writes the whole file image with our own write(2) calls: HDF5 builds the file in memory (core driver, no
-// backing store), so a full disk or a file size limit fails here with errno and never leaves the library
-// holding a half-closed file (which crashed HDF5's exit cleanup).
-static int write_image_atomic(const char* path, const char* tmp, const void* data, size_t len, char* err,
-                              size_t errlen) {
-  unlink(tmp);  // a leftover of a killed run, or a link planted there: never written through
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-  if (fd < 0) {
-    snprintf(err, errlen, "%s: cannot create checkpoint: %s", tmp, strerror(errno));
-    return CKPT_EIO;
-  }
-  const char* q = (const char*)data;
-  size_t done = 0;
-  int e = 0;
-  while (done < len) {
-    ssize_t w = write(fd, q + done, len - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      e = errno ? errno : EIO;
-      break;
-    }
-    done += (size_t)w;
-  }
-  if (!e && fsync(fd)) e = errno;
-  if (close(fd) && !e) e = errno;
-  if (e) {
-    snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(e));
-    unlink(tmp);
-    return CKPT_EIO;
-  }
-  if (rename(tmp, path)) {
-    snprintf(err, errlen, "%s: rename failed: %s", path, strerror(errno));
-    unlink(tmp);
-    return CKPT_EIO;
-  }
-  char dir[4200];
-  snprintf(dir, sizeof(dir), "%s", path);
-  char* slash = strrchr(dir, '/');
-  if (slash) *slash = 0; else snprintf(dir, sizeof(dir), ".");
-  fsync_path(dir, 1);
-  return CKPT_OK;
-}
-
 int ckpt_write(const char* path, const CkTensor* t, int n, const CkAttr* attrs, int nattr, char* err, size_t errlen) {
   quiet();
   char tmp[4200];
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST);  // checksummed metadata
-  H5Pset_fapl_core(fapl, 1 << 20, 0);                                 // in memory; written below
+  // built in memory (core driver, no backing store) and written below with write(2): HDF5 never holds a
+  // half-closed file after a failed write (which crashed its exit cleanup)
+  H5Pset_fapl_core(fapl, 1 << 20, 0);
   hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   H5Pclose(fapl);
   if (f < 0) {
@@ -219,9 +171,9 @@ int ckpt_write(const char* path, const CkTensor* t, int n, const CkAttr* attrs, 
     snprintf(err, errlen, "%s: close failed", tmp);
     rc = CKPT_EIO;
   }
-  if (!rc) {
+  if (!rc) {  // the image goes to disk through write(2): a full disk or a size limit is errno, not an HDF5 state
     fix_superblock_checksum((uint8_t*)image, (size_t)len);
-    rc = write_image_atomic(path, tmp, image, (size_t)len, err, errlen);
+    if (nn_export_write_atomic(path, image, (size_t)len, err, errlen)) rc = CKPT_EIO;
   }
   free(image);
   return rc;

@@ -42,7 +42,7 @@ check() {  # check DESCRIPTION TEST...
 C3=$T/nm/ckpt_000003.h5
 
 # 1. a checkpoint write failure (file size limit, as a full disk): a clean exit 1 naming the file, no crash
-expect 1 "ckpt_000001.h5.tmp: write failed: File too large" \
+expect 1 "ckpt_000001.h5: write failed: File too large" \
   bash -c "ulimit -f 60; trap '' XFSZ; exec '$A' train configs/cartpole_shac.yaml --max-iterations 2 \
            run.checkpoint_every=1 --run-dir '$T/full' --quiet"
 check "no temporary checkpoint left behind" test ! -e "$T/full/ckpt_000001.h5.tmp"
