@@ -45,6 +45,9 @@ VALUE_POOL = [
 # value is still parsed and range-checked first), so that a valid but huge value is not taken for a hang
 CAPS = ["algo.horizon=4", "ppo.epochs=1", "ppo.minibatches=1", "shac.critic_iterations=1",
         "shac.critic_minibatches=1", "run.eval_episodes=0", "env.episode_steps=50", "run.tensorboard=false"]
+# keys whose over-long values the probes try (integers hide 20 nines behind zeros: out of every range)
+PROBE_KEYS = ("actor_hidden", "critic_hidden", "params", "num_envs", "horizon", "epochs", "minibatches",
+              "critic_iterations", "seed", "episode_steps", "max_iterations", "checkpoint_every", "activation")
 PRESETS = ["cartpole_ppo.yaml", "cartpole_shac.yaml", "cartpole_nablamimic.yaml", "hopper_ppo.yaml",
            "hopper_shac.yaml", "hopper_nablamimic.yaml"]
 
@@ -82,8 +85,11 @@ def mutate_config(rng, text):
             i = rng.choice(value_lines)
             key = lines[i].split(":")[0]
             lines[i] = "%s: %s" % (key, rng.choice(VALUE_POOL))
-        elif kind < 0.50 and value_lines:  # an over-long token hiding an out-of-range value
-            i = rng.choice(value_lines)
+        elif kind < 0.55 and value_lines:  # an over-long token hiding an out-of-range value
+            probe_lines = [i for i in value_lines if lines[i].split(":")[0].strip() in PROBE_KEYS]
+            if not probe_lines:
+                continue
+            i = rng.choice(probe_lines)
             key = lines[i].split(":")[0]
             k = key.strip()
             zeros = "0" * rng.choice([61, 62, 63, 64, 100, 115, 120, 200, 255, 256, 300, 1100])
@@ -91,12 +97,12 @@ def mutate_config(rng, text):
                 lines[i] = "%s: [%s6400000, 32]" % (key, zeros)
             elif k == "params":
                 lines[i] = '%s: "gear_scale=%s1000"' % (key, zeros)
-            elif k in ("num_envs", "horizon", "epochs", "minibatches", "critic_iterations"):
-                lines[i] = "%s: %s99999999999" % (key, zeros)
+            elif k == "activation":
+                lines[i] = "%s: elu%s" % (key, "u" * rng.choice([29, 40, 300]))  # an enum cut at 31 reads elu..
             else:
-                continue
+                lines[i] = "%s: %s%s" % (key, zeros, "9" * 20)  # above every integer key's range
             expect_refusal = True
-        elif kind < 0.58 and value_lines:  # delete a key
+        elif kind < 0.62 and value_lines:  # delete a key
             del lines[rng.choice(value_lines)]
         elif kind < 0.64 and value_lines:  # duplicate a line
             i = rng.choice(value_lines)
