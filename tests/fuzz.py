@@ -78,6 +78,7 @@ def mutate_config(rng, text):
     lines = yaml_lines(text)
     overrides = []
     expect_refusal = False
+    probe_lines = []  # the long-value lines written
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
         value_lines = [i for i, l in enumerate(lines) if re.match(r"^\s+\w+:\s*\S", l)]
         kind = rng.random()
@@ -86,10 +87,10 @@ def mutate_config(rng, text):
             key = lines[i].split(":")[0]
             lines[i] = "%s: %s" % (key, rng.choice(VALUE_POOL))
         elif kind < 0.55 and value_lines:  # an over-long token hiding an out-of-range value
-            probe_lines = [i for i in value_lines if lines[i].split(":")[0].strip() in PROBE_KEYS]
-            if not probe_lines:
+            candidates = [i for i in value_lines if lines[i].split(":")[0].strip() in PROBE_KEYS]
+            if not candidates:
                 continue
-            i = rng.choice(probe_lines)
+            i = rng.choice(candidates)
             key = lines[i].split(":")[0]
             k = key.strip()
             zeros = "0" * rng.choice([61, 62, 63, 64, 100, 115, 120, 200, 255, 256, 300, 1100])
@@ -101,7 +102,7 @@ def mutate_config(rng, text):
                 lines[i] = "%s: elu%s" % (key, "u" * rng.choice([29, 40, 300]))  # an enum cut at 31 reads elu..
             else:
                 lines[i] = "%s: %s%s" % (key, zeros, "9" * 20)  # above every integer key's range
-            expect_refusal = True
+            probe_lines.append(lines[i])  # checked at the end: a later mutation may cut or change it
         elif kind < 0.62 and value_lines:  # delete a key
             del lines[rng.choice(value_lines)]
         elif kind < 0.64 and value_lines:  # duplicate a line
@@ -134,6 +135,7 @@ def mutate_config(rng, text):
             if rng.random() < 0.15 and key == "env.params":
                 overrides[-1] = "env.params=gear_scale=%s1000" % ("0" * rng.choice([115, 127, 200]))
                 expect_refusal = True
+    expect_refusal = expect_refusal or any(p in lines for p in probe_lines)
     return "\n".join(lines), overrides, expect_refusal
 
 
