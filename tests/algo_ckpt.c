@@ -189,9 +189,9 @@ int main(void) {
                  {&it, 0, 1, 0, 1e12, "dataset 'trainer/iteration': element 0 (1e+12) is out of range"},
                  {&len[0], 0, 0, 1, -2, "dataset 'env/recent_length': element 0 (-2) is negative"}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-      float f0 = w[0];
+      size_t size = cases[c].f64 || cases[c].i64 ? 8 : 4;
       char keep[8];
-      memcpy(keep, cases[c].at, 8);
+      memcpy(keep, cases[c].at, size);
       if (cases[c].f64) *(double*)cases[c].at = cases[c].bad;
       else if (cases[c].i64) *(int64_t*)cases[c].at = (int64_t)cases[c].bad;
       else if (cases[c].i32) *(int32_t*)cases[c].at = (int32_t)cases[c].bad;
@@ -199,8 +199,7 @@ int main(void) {
       int rc = ckpt_validate("f.h5", u, k, err, sizeof(err));
       TEST_CHECK(rc == CKPT_EVALUE && strstr(err, "f.h5: ") && strstr(err, cases[c].needle),
                  "case %zu: code %d, message '%s', expected '%s'", c, rc, err, cases[c].needle);
-      memcpy(cases[c].at, keep, cases[c].f64 || cases[c].i64 ? 8 : 4);
-      w[0] = f0;
+      memcpy(cases[c].at, keep, size);
     }
   }
   // a write that cannot complete (no such directory) is an error naming the file; nothing is left behind
