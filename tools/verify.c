@@ -29,7 +29,9 @@ static const char* kUsage =
     "  --converged         solver run to convergence in both engines (iterations 1000, tolerance 0,\n"
     "                      ls_iterations 100)\n"
     "  --no-grad           skip the gradient block\n"
-    "  --json              print exactly one JSON object on stdout (notes go to stderr)\n";
+    "  --json              print exactly one JSON object on stdout (notes go to stderr)\n"
+    "Exit codes: 0 compared, 1 an error is not finite (NaN or inf states or results) or stdout failed,\n"
+    "2 bad input (flags, a model that does not load or uses what the engine does not implement).\n";
 
 typedef struct {
   uint64_t s;
