@@ -199,6 +199,7 @@ static int set_list(Cfg* c, const CfgKey* k, char items[][64], int n, const char
 // "[1, 2, 3]" or "1,2,3" -> items
 static int split_list(const char* v, char items[][64], int max) {
   char buf[1024];
+  if (strlen(v) >= sizeof(buf)) return -1;  // too long to be a list of at most CFG_LIST_MAX integers
   snprintf(buf, sizeof(buf), "%s", v);
   char* s = buf;
   size_t n = strlen(s);
@@ -300,6 +301,7 @@ static int parse_value(Yp* y, Cfg* c, const char* full, yaml_event_t* ev, size_t
   if (ev->type == YAML_SCALAR_EVENT) {
     snprintf(where, sizeof(where), "%s:%zu", y->path, ev->start_mark.line + 1);
     const char* v = (const char*)ev->data.scalar.value;
+    if (strlen(v) != ev->data.scalar.length) return fail(y->err, y->errlen, where, full, "value contains a NUL byte");
     if (k->type != CFG_T_STR && k->type != CFG_T_ENUM && ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
       return fail(y->err, y->errlen, where, full, "expected %s, got a quoted string", type_name(k->type));
     if (ev->data.scalar.length == 0 && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && k->type != CFG_T_STR)
@@ -321,6 +323,11 @@ static int parse_value(Yp* y, Cfg* c, const char* full, yaml_event_t* ev, size_t
         snprintf(where, sizeof(where), "%s:%zu", y->path, e.start_mark.line + 1);
         yaml_event_delete(&e);
         return fail(y->err, y->errlen, where, full, "list elements must be scalars");
+      }
+      if (e.data.scalar.length >= 64) {  // no list element is that long: refuse rather than cut it
+        snprintf(where, sizeof(where), "%s:%zu", y->path, e.start_mark.line + 1);
+        yaml_event_delete(&e);
+        return fail(y->err, y->errlen, where, full, "list element %d is longer than 63 characters", n + 1);
       }
       if (n <= CFG_LIST_MAX) snprintf(items[n], 64, "%s", (const char*)e.data.scalar.value);
       n++;
@@ -349,6 +356,10 @@ static int parse_mapping(Yp* y, Cfg* c, const char* prefix) {
       return fail(y->err, y->errlen, where, NULL, "mapping keys must be plain names");
     }
     char full[256];
+    if (strlen(prefix) + 1 + kev.data.scalar.length >= sizeof(full)) {
+      yaml_event_delete(&kev);
+      return fail(y->err, y->errlen, where, NULL, "key longer than %zu characters", sizeof(full) - 2);
+    }
     snprintf(full, sizeof(full), "%s%s%s", prefix, prefix[0] ? "." : "", (const char*)kev.data.scalar.value);
     yaml_event_delete(&kev);
     snprintf(y->last_key, sizeof(y->last_key), "%s", full);

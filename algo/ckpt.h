@@ -2,7 +2,7 @@
 // that flipped bits are caught on read) plus string attributes on the root group. Datasets hold only what
 // determines the run (parameters, optimizer and normalizer state, RNG state, iteration, env state, config
 // hash); wall-clock times, hostnames and paths go into attributes, so two identical runs in different
-// directories give identical datasets. Writes are atomic: PATH.tmp, fsync, rename, fsync of the directory.
+// directories give identical datasets. Writes are atomic: the file is built in memory, written to PATH.tmp, fsync, rename, fsync of the directory.
 #ifndef ADJ_ALGO_CKPT_H
 #define ADJ_ALGO_CKPT_H
 
@@ -13,7 +13,10 @@
 extern "C" {
 #endif
 
-enum { CKPT_OK = 0, CKPT_EIO = -1, CKPT_EFORMAT = -2, CKPT_EMISSING = -3, CKPT_ESHAPE = -4, CKPT_EARG = -5 };
+enum { CKPT_OK = 0, CKPT_EIO = -1, CKPT_EFORMAT = -2, CKPT_EMISSING = -3, CKPT_ESHAPE = -4, CKPT_EARG = -5, CKPT_EVALUE = -6 };
+
+// the largest trainer/iteration a checkpoint may hold (run.max_iterations' range)
+#define CKPT_MAX_ITERATION 1000000000
 
 typedef enum { CK_F32 = 0, CK_F64, CK_I64, CK_I32, CK_U8 } CkDtype;
 
@@ -38,6 +41,13 @@ int ckpt_add(CkTensor* t, int i, int max, const char* name, CkDtype dt, void* da
 int ckpt_write(const char* path, const CkTensor* t, int n, const CkAttr* attrs, int nattr, char* err, size_t errlen);
 // Reads every listed dataset, checking it exists with the same dtype and shape; messages name file and dataset.
 int ckpt_read(const char* path, CkTensor* t, int n, char* err, size_t errlen);
+// The one validation every reader applies (eval, export, resume): every float element finite; counts,
+// Adam second moments ('.../v'), normalizer counts and sums of squares ('.../count', '.../m2') and every integer
+// array that is not an RNG state or hash non-negative; trainer/iteration at most CKPT_MAX_ITERATION.
+// CKPT_EVALUE with a message naming file, dataset, element and value.
+int ckpt_validate(const char* path, const CkTensor* t, int n, char* err, size_t errlen);
+// ckpt_read, then ckpt_validate.
+int ckpt_read_valid(const char* path, CkTensor* t, int n, char* err, size_t errlen);
 // Reads one string attribute of the root group (0, or an error code).
 int ckpt_read_attr(const char* path, const char* name, char* out, size_t outlen);
 // Compares all datasets of two files (names, dtypes, shapes, bytes); returns the number of differences and

@@ -35,18 +35,30 @@ static int mkdir_p(const char* dir) {
   return (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
 }
 
-int trainer_latest_checkpoint(const char* dir, char* path, size_t pathlen) {
+// iterations of dir's ckpt_*.h5 files, newest first (at most max); the count, or -1 when dir cannot be read
+static int list_checkpoints(const char* dir, long* its, int max) {
   DIR* d = opendir(dir);
-  if (!d) return TRAIN_EUSER;
-  long best = -1;
+  if (!d) return -1;
+  int n = 0;
   struct dirent* e;
   while ((e = readdir(d))) {
     long it;
     char tail[8];
-    if (sscanf(e->d_name, "ckpt_%ld.h%7s", &it, tail) == 2 && !strcmp(tail, "5") && it > best) best = it;
+    if (sscanf(e->d_name, "ckpt_%ld.h%7s", &it, tail) != 2 || strcmp(tail, "5") || it < 0) continue;
+    if (n < max) its[n++] = it;
+    else if (it > its[max - 1]) its[max - 1] = it;  // keep the newest max
+    for (int k = n - 1; k > 0 && its[k] > its[k - 1]; k--) {
+      long x = its[k];
+      its[k] = its[k - 1], its[k - 1] = x;
+    }
   }
   closedir(d);
-  if (best < 0) return TRAIN_EUSER;
+  return n;
+}
+
+int trainer_latest_checkpoint(const char* dir, char* path, size_t pathlen) {
+  long best;
+  if (list_checkpoints(dir, &best, 1) < 1) return TRAIN_EUSER;
   snprintf(path, pathlen, "%s/ckpt_%06ld.h5", dir, best);
   return TRAIN_OK;
 }
@@ -147,8 +159,9 @@ static const char* const kTimeCols[] = {"env_steps_per_s", "time_sim", "time_bac
 
 // Writes header, then (resume) the old file's rows with iteration <= keep, and opens the file for appending.
 // best_ret / best_it (may be NULL): the kept row with the largest 4th column (evals.csv's return), -1 if none.
+// last_col_elapsed: the kept rows' largest value of their last column (metrics.csv's elapsed), 0 if none.
 static FILE* open_csv(const char* path, const char* header, int64_t keep, int resume, double* best_ret,
-                      int64_t* best_it, char* err, size_t errlen) {
+                      int64_t* best_it, double* last_col_elapsed, char* err, size_t errlen) {
   char tmp[4400];
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
   FILE* out = fopen(tmp, "wb");
@@ -158,6 +171,7 @@ static FILE* open_csv(const char* path, const char* header, int64_t keep, int re
   }
   fputs(header, out);
   if (best_it) *best_it = -1, *best_ret = -INFINITY;
+  if (last_col_elapsed) *last_col_elapsed = 0;
   FILE* in = resume ? fopen(path, "rb") : NULL;
   if (in) {
     char* line = NULL;
@@ -172,6 +186,10 @@ static FILE* open_csv(const char* path, const char* header, int64_t keep, int re
       double el, r;
       if (sscanf(line, "%lld,", &it) != 1 || it > keep) continue;
       fputs(line, out);
+      const char* last = strrchr(line, ',');
+      double x;
+      if (last_col_elapsed && last && sscanf(last + 1, "%lf", &x) == 1 && isfinite(x) && x > *last_col_elapsed)
+        *last_col_elapsed = x;
       if (best_it && sscanf(line, "%lld,%*[^,],%lf,%lf", &it, &el, &r) == 3 && r > *best_ret) *best_ret = r, *best_it = it;
     }
     free(line);
@@ -187,14 +205,15 @@ static FILE* open_csv(const char* path, const char* header, int64_t keep, int re
   return f;
 }
 
-static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, int resume, char* err, size_t errlen) {
+static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, int resume, double* elapsed, char* err,
+                          size_t errlen) {
   char header[8192];
   size_t n = 0;
   for (int i = 0; i < NTR; i++) n += snprintf(header + n, sizeof(header) - n, "%s%s", i ? "," : "", kTrainerCols[i]);
   for (int i = 0; i < ops->n_metrics; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", ops->metric_names[i]);
   for (int i = 0; i < NTIME; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", kTimeCols[i]);
   snprintf(header + n, sizeof(header) - n, "\n");
-  return open_csv(path, header, keep, resume, NULL, NULL, err, errlen);
+  return open_csv(path, header, keep, resume, NULL, NULL, elapsed, err, errlen);
 }
 
 // ---- evaluation at checkpoints (run.eval_episodes) ----
@@ -232,7 +251,7 @@ static int evals_open(EvalLog* ev, const TrainOptions* o, const EnvBatch* env, i
   for (int i = 0; i < ev->nstat; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", ev->stat_names[i]);
   snprintf(header + n, sizeof(header) - n, "\n");
   snprintf(path, sizeof(path), "%s/evals.csv", o->run_dir);
-  ev->csv = open_csv(path, header, keep, o->resume, &ev->best_ret, &ev->best_it, err, errlen);
+  ev->csv = open_csv(path, header, keep, o->resume, &ev->best_ret, &ev->best_it, NULL, err, errlen);
   return ev->csv ? TRAIN_OK : TRAIN_ERUN;
 }
 
@@ -294,12 +313,58 @@ static void fmt_duration(double s, char* buf, size_t len) {
     snprintf(buf, len, "%lds", t);
 }
 
+// The algorithm's arrays after an iteration, through the checkpoint validation: a network, optimizer or
+// normalizer gone non-finite stops the run before it is saved (TRAIN_ERUN naming the array).
+static int check_state(const AlgoOps* ops, void* algo, const TrainerState* ts, const char* run_dir, char* err,
+                       size_t errlen) {
+  CkTensor t[MAX_TENSORS];
+  int n = ops->state(algo, t, MAX_TENSORS, 0);
+  char msg[1024], last[4200];
+  if (n < 0 || !ckpt_validate("state", t, n, msg, sizeof(msg))) return TRAIN_OK;
+  if (trainer_latest_checkpoint(run_dir, last, sizeof(last))) snprintf(last, sizeof(last), "none written");
+  snprintf(err, errlen, "iteration %lld: the training state turned invalid (%s); stopped, the last checkpoint: %s",
+           (long long)ts->iteration, msg + 7, last);
+  return TRAIN_ERUN;
+}
+
+#define RESUME_CANDIDATES 64  // checkpoints tried by a resume, newest first
+
+// Reads and validates one checkpoint into the run's state (config hash, every array, the iteration in its
+// name): TRAIN_OK, or TRAIN_EUSER with the reason. A failed read may leave state partly overwritten: the
+// caller reads another checkpoint over it (every array again) or stops.
+static int resume_read(const char* ckpt, long file_it, const TrainOptions* o, TrainerState* ts, EnvBatch* env,
+                       const AlgoOps* ops, void* algo, char* err, size_t errlen) {
+  // the config hash first: a changed config.yaml would otherwise show up as shape errors
+  int64_t stored_hash = 0, want = ts->config_hash;
+  CkTensor h;
+  ckpt_add(&h, 0, 1, "config_hash", CK_I64, &stored_hash, 1, 0);
+  if (ckpt_read(ckpt, &h, 1, err, errlen)) return TRAIN_EUSER;
+  if (stored_hash != want) {
+    snprintf(err, errlen, "%s: config hash %016llx does not match %s/config.yaml (%016llx)", ckpt,
+             (unsigned long long)stored_hash, o->run_dir, (unsigned long long)want);
+    return TRAIN_EUSER;
+  }
+  CkTensor t[MAX_TENSORS];
+  int n = all_tensors(ts, env, ops, algo, t, MAX_TENSORS);
+  if (n < 0) return snprintf(err, errlen, "%s: too many arrays", ckpt), TRAIN_EUSER;
+  if (ckpt_read_valid(ckpt, t, n, err, errlen)) {
+    ts->config_hash = want;
+    return TRAIN_EUSER;
+  }
+  if (ts->iteration != file_it) {
+    snprintf(err, errlen, "%s: dataset 'trainer/iteration' holds %lld, the file name says %ld", ckpt,
+             (long long)ts->iteration, file_it);
+    return TRAIN_EUSER;
+  }
+  return TRAIN_OK;
+}
+
 int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   const Cfg* c = &o->cfg;
   const AlgoOps* ops = algo_find_device(c->algo_name, c->run_device, err, errlen);  // cpu, or cuda (algo_cuda.h)
   if (!ops) return TRAIN_EUSER;
-  if (c->env_num_envs > 1 << 24) {
-    snprintf(err, errlen, "env.num_envs too large");
+  if (c->env_num_envs > TRAINER_MAX_ENVS) {  // the config key's range, which --num-envs also uses
+    snprintf(err, errlen, "env.num_envs %lld is out of range [1, %d]", (long long)c->env_num_envs, TRAINER_MAX_ENVS);
     return TRAIN_EUSER;
   }
   char ckpt[4200] = "";
@@ -320,7 +385,17 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       return TRAIN_EUSER;
     }
   }
+  // the run directory's files are replaced through temp + rename: only where none exists or a regular one does
+  static const char* const kOutputs[] = {"config.yaml", "metrics.csv", "evals.csv", "best.h5"};
   char path[4200];
+  for (int i = 0; i < 4; i++) {
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", o->run_dir, kOutputs[i]);
+    if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
+      snprintf(err, errlen, "%s: is not a regular file (a link, device, FIFO or directory): not replaced", path);
+      return TRAIN_EUSER;
+    }
+  }
   snprintf(path, sizeof(path), "%s/config.yaml", o->run_dir);
   if (cfg_save(c, path, err, errlen)) return TRAIN_ERUN;
 
@@ -340,23 +415,18 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   TbWriter* tb = NULL;
   EvalLog ev = {NULL, 0, -1, 0, NULL};
   if (o->resume) {
-    // the config hash first: a changed config.yaml would otherwise show up as shape errors
-    int64_t stored_hash = 0;
-    CkTensor h;
-    ckpt_add(&h, 0, 1, "config_hash", CK_I64, &stored_hash, 1, 0);
-    if (ckpt_read(ckpt, &h, 1, err, errlen)) {
-      rc = TRAIN_EUSER;
-      goto done;
+    // the newest checkpoint that reads and validates; each one skipped is named with the reason
+    long its[RESUME_CANDIDATES];
+    int nck = list_checkpoints(o->run_dir, its, RESUME_CANDIDATES), found = 0;
+    char why[9000] = "";
+    for (int k = 0; k < nck && !found; k++) {
+      snprintf(ckpt, sizeof(ckpt), "%s/ckpt_%06ld.h5", o->run_dir, its[k]);
+      if (resume_read(ckpt, its[k], o, &ts, env, ops, algo, why, sizeof(why)) == TRAIN_OK) found = 1;
+      else if (k + 1 < nck) fprintf(stderr, "resume: skipping %s: %s\n", ckpt, why);
     }
-    if (stored_hash != ts.config_hash) {
-      snprintf(err, errlen, "%s: config hash %016llx does not match %s/config.yaml (%016llx)", ckpt,
-               (unsigned long long)stored_hash, o->run_dir, (unsigned long long)ts.config_hash);
-      rc = TRAIN_EUSER;
-      goto done;
-    }
-    CkTensor t[MAX_TENSORS];
-    int n = all_tensors(&ts, env, ops, algo, t, MAX_TENSORS);
-    if (n < 0 || ckpt_read(ckpt, t, n, err, errlen)) {
+    if (!found) {
+      if (nck > 1) snprintf(err, errlen, "%s: no checkpoint validates (the oldest tried: %s)", o->run_dir, why);
+      else snprintf(err, errlen, "%s", why);
       rc = TRAIN_EUSER;
       goto done;
     }
@@ -369,7 +439,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     goto done;
   }
   snprintf(path, sizeof(path), "%s/metrics.csv", o->run_dir);
-  metrics = open_metrics(path, ops, ts.iteration, o->resume, err, errlen);
+  double elapsed0 = 0;  // a resumed run's elapsed continues from its last kept metrics row
+  metrics = open_metrics(path, ops, ts.iteration, o->resume, &elapsed0, err, errlen);
   if (!metrics) {
     rc = TRAIN_ERUN;
     goto done;
@@ -390,7 +461,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     tags[i] = tagbuf[i];
   }
   int64_t total = c->run_max_iterations, first = ts.iteration;
-  double start = algo_now();
+  double start = algo_now() - elapsed0;
   int64_t steps_per_it = c->env_num_envs * c->algo_horizon;
   while (ts.iteration < total) {
     double t0 = algo_now();
@@ -407,6 +478,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     }
     ts.iteration++;
     ts.env_steps += steps_per_it;
+    if (!ops->sync && (rc = check_state(ops, algo, &ts, o->run_dir, err, errlen))) goto done;
     double dt = algo_now() - t0;
     double ret, len;
     env_recent_stats(env, &ret, &len);
@@ -439,10 +511,11 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       rc = TRAIN_ERUN;
       goto done;
     }
+    if (ck && ops->sync && (rc = check_state(ops, algo, &ts, o->run_dir, err, errlen))) goto done;
     if (ck && (rc = save_checkpoint(o, &ts, env, ops, algo, err, errlen))) goto done;
     if (!o->quiet) {
       double el = algo_now() - start;
-      double eta = el / (double)(ts.iteration - first) * (double)(total - ts.iteration);
+      double eta = (el - elapsed0) / (double)(ts.iteration - first) * (double)(total - ts.iteration);
       char etab[32], elb[32];
       fmt_duration(eta, etab, sizeof(etab));
       fmt_duration(el, elb, sizeof(elb));
@@ -493,7 +566,7 @@ static int eval_policy_open(EvalPolicy* p, const char* checkpoint, const Cfg* cf
   if (!p->ops->create(&p->algo, &c, p->env, err, errlen)) {
     CkTensor t[MAX_TENSORS];
     int nt = p->ops->state(p->algo, t, MAX_TENSORS, 1);
-    if (nt >= 0 && !ckpt_read(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
+    if (nt >= 0 && !ckpt_read_valid(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
     p->ops->destroy(p->algo);
   }
   env_destroy(p->env);

@@ -20,6 +20,8 @@ extern "C" {
 
 enum { TRAIN_OK = 0, TRAIN_EUSER = -2, TRAIN_ERUN = -1 };  // EUSER: bad input (CLI exits 2)
 
+#define TRAINER_MAX_ENVS 1048576  // env.num_envs' range (algo/cfg.h), which --num-envs also applies
+
 typedef struct {
   Cfg cfg;              // resolved config (for resume: loaded from run_dir/config.yaml, max_iterations applied)
   char run_dir[4096];
@@ -31,6 +33,11 @@ typedef struct {
 
 int trainer_run(const TrainOptions* o, char* err, size_t errlen);
 
+// A resume continues from the newest checkpoint that reads and validates (ckpt_validate; its iteration matching
+// its name); each newer one is skipped with a line on stderr naming it and the reason. metrics.csv's elapsed
+// (and evals.csv's) continue from the last kept row. After each iteration (CPU) and before each checkpoint,
+// the algorithm's arrays are validated: a run whose networks turn non-finite stops with TRAIN_ERUN, and its
+// last checkpoint stays the last good one.
 // Highest-numbered ckpt_*.h5 in dir (0, or TRAIN_EUSER when none).
 int trainer_latest_checkpoint(const char* dir, char* path, size_t pathlen);
 

@@ -44,7 +44,11 @@ static int parse_task_params(const EnvTask* tk, const char* spec, double* p, cha
     const char* e = s;
     while (*e && *e != ',' && *e != ';' && !isspace((unsigned char)*e)) e++;
     char item[128];
-    size_t n = (size_t)(e - s) < sizeof(item) - 1 ? (size_t)(e - s) : sizeof(item) - 1;
+    size_t n = (size_t)(e - s);
+    if (n >= sizeof(item)) {  // refused, not cut: a cut number would be read as another value
+      snprintf(err, errlen, "env.params: item '%.40s...' is longer than %zu characters", s, sizeof(item) - 1);
+      return -1;
+    }
     memcpy(item, s, n);
     item[n] = 0;
     char* eq = strchr(item, '=');
@@ -237,7 +241,14 @@ void env_step(EnvBatch* e, const sim_real* act) {
     int bad = e->d->nan_count[w] != e->nan_seen[w];
     e->nan_seen[w] = e->d->nan_count[w];
     sim_real r = bad ? 0 : tk->reward(e->m, e->d, w, act + (size_t)w * A);
-    if (!(r == r)) r = 0, bad = 1;  // a non-finite reward ends the episode too
+    if (!isfinite(r)) r = 0, bad = 1;  // a non-finite reward (NaN or +-inf) ends the episode too
+    sim_real* o = e->obs + (size_t)w * O;
+    tk->observe(e->m, e->d, w, o);
+    for (int i = 0; i < O && !bad; i++)  // ... and so does a non-finite observation (zeroed: it is stored)
+      if (!isfinite(o[i])) {
+        memset(o, 0, sizeof(sim_real) * (size_t)O);
+        r = 0, bad = 1;
+      }
     int term = bad || tk->terminated(e->m, e->d, w);
     e->t[w]++;
     int trunc = !term && e->t[w] >= e->episode_steps;
@@ -246,8 +257,6 @@ void env_step(EnvBatch* e, const sim_real* act) {
     e->truncated[w] = (uint8_t)trunc;
     e->ep_return[w] += r;
     e->reward_total += r;
-    sim_real* o = e->obs + (size_t)w * O;
-    tk->observe(e->m, e->d, w, o);
     if (term || trunc) {
       memcpy(e->final_obs + (size_t)w * O, o, sizeof(sim_real) * (size_t)O);
       SimWorld wd;

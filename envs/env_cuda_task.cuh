@@ -46,7 +46,7 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   int term = 0;
   if (lane == 0) {
     r = bad ? 0 : T::reward(m, &wd, a);
-    if (!(r == r)) r = 0, bad = 1;  // a non-finite reward ends the episode too
+    if (!isfinite(r)) r = 0, bad = 1;  // a non-finite reward (NaN or +-inf) ends the episode too
     term = bad || T::terminated(m, &wd);
   }
   __syncwarp();

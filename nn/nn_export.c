@@ -581,7 +581,8 @@ int nn_export_write_atomic(const char* path, const void* data, size_t len, char*
   char* tmp = (char*)malloc(pl + 8);
   if (!tmp) return nn_errorf(err, errlen, NN_ENOMEM, "export: out of memory");
   snprintf(tmp, pl + 8, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  unlink(tmp);  // a leftover of a killed writer, or a link planted there: never written through
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (fd < 0) {
     int e = errno;
     free(tmp);

@@ -1,7 +1,8 @@
 // algo_ckpt: HDF5 checkpoint round trip (dtypes, shapes, attributes), dataset comparison, and rejection of a
 // missing dataset, a wrong shape or type, a truncated file and a flipped byte, each with a message that names
-// the file and the dataset.
+// the file and the dataset; ckpt_validate's refusals (non-finite, negative, out of range) and a failed write.
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,59 @@ int main(void) {
   snprintf(nofile, sizeof(nofile), "%s/none.h5", dir);
   expect_fail("no file", nofile, r, m, CKPT_EFORMAT, NULL);
   TEST_CHECK(ckpt_compare(a, bad, report, sizeof(report)) < 0, "compare with a bad file must fail");
+
+  // the one validation of every reader: which values it refuses, and that its message names them
+  {
+    float w[3] = {1, 2, 3}, v[2] = {0, 1};
+    double cnt = 4, m2[2] = {0, 2};
+    int64_t it = 7, rng = -9;  // an RNG state may have any bit pattern
+    int32_t len[2] = {0, 3};
+    CkTensor u[6];
+    int k = 0;
+    k = ckpt_add(u, k, 6, "shac/actor", CK_F32, w, 3, 0);
+    k = ckpt_add(u, k, 6, "shac/adam_actor/v", CK_F32, v, 2, 0);
+    k = ckpt_add(u, k, 6, "shac/obs_norm/count", CK_F64, &cnt, 1, 0);
+    k = ckpt_add(u, k, 6, "shac/obs_norm/m2", CK_F64, m2, 2, 0);
+    k = ckpt_add(u, k, 6, "trainer/iteration", CK_I64, &it, 1, 0);
+    k = ckpt_add(u, k, 6, "env/recent_length", CK_I32, len, 2, 0);
+    TEST_CHECK(ckpt_validate("f.h5", u, k, err, sizeof(err)) == 0, "valid state refused: %s", err);
+    CkTensor r1;
+    ckpt_add(&r1, 0, 1, "ppo/rng", CK_I64, &rng, 1, 0);
+    TEST_CHECK(ckpt_validate("f.h5", &r1, 1, err, sizeof(err)) == 0, "a negative RNG state refused: %s", err);
+    struct {
+      void* at;
+      int f64, i64, i32;
+      double bad;
+      const char* needle;
+    } cases[] = {{&w[1], 0, 0, 0, NAN, "dataset 'shac/actor': element 1 (nan) is not finite"},
+                 {&w[2], 0, 0, 0, -INFINITY, "dataset 'shac/actor': element 2 (-inf) is not finite"},
+                 {&v[1], 0, 0, 0, -1e-30, "dataset 'shac/adam_actor/v': element 1 (-1e-30) is negative"},
+                 {&cnt, 1, 0, 0, -1, "dataset 'shac/obs_norm/count': element 0 (-1) is negative"},
+                 {&m2[0], 1, 0, 0, INFINITY, "dataset 'shac/obs_norm/m2': element 0 (inf) is not finite"},
+                 {&it, 0, 1, 0, -5, "dataset 'trainer/iteration': element 0 (-5) is negative"},
+                 {&it, 0, 1, 0, 1e12, "dataset 'trainer/iteration': element 0 (1e+12) is out of range"},
+                 {&len[0], 0, 0, 1, -2, "dataset 'env/recent_length': element 0 (-2) is negative"}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+      size_t size = cases[c].f64 || cases[c].i64 ? 8 : 4;
+      char keep[8];
+      memcpy(keep, cases[c].at, size);
+      if (cases[c].f64) *(double*)cases[c].at = cases[c].bad;
+      else if (cases[c].i64) *(int64_t*)cases[c].at = (int64_t)cases[c].bad;
+      else if (cases[c].i32) *(int32_t*)cases[c].at = (int32_t)cases[c].bad;
+      else *(float*)cases[c].at = (float)cases[c].bad;
+      int rc = ckpt_validate("f.h5", u, k, err, sizeof(err));
+      TEST_CHECK(rc == CKPT_EVALUE && strstr(err, "f.h5: ") && strstr(err, cases[c].needle),
+                 "case %zu: code %d, message '%s', expected '%s'", c, rc, err, cases[c].needle);
+      memcpy(cases[c].at, keep, size);
+    }
+  }
+  // a write that cannot complete (no such directory) is an error naming the file; nothing is left behind
+  {
+    char nodir[700];
+    snprintf(nodir, sizeof(nodir), "%s/missing/ckpt_000001.h5", dir);
+    TEST_CHECK(ckpt_write(nodir, t, n, attrs, 2, err, sizeof(err)) == CKPT_EIO && strstr(err, "missing/ckpt_000001.h5"),
+               "write into a missing directory: '%s'", err);
+  }
 
   char cmd[700];
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -1,4 +1,5 @@
 // adjoint: the command-line entry point. Subcommands dispatch to their own files; only tools/ may exit.
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ static const char* kUsage =
     "  help                         this message\n"
     "Run 'adjoint COMMAND --help' for a command's options.\n";
 
-int main(int argc, char** argv) {
+static int dispatch(int argc, char** argv) {
   if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -46,4 +47,15 @@ int main(int argc, char** argv) {
   }
   fprintf(stderr, "adjoint: unknown command '%s'\n%s", cmd, kUsage);
   return 2;
+}
+
+int main(int argc, char** argv) {
+  int rc = dispatch(argc, argv);
+  // a result that did not reach stdout (a full disk, a closed pipe, /dev/full) is a failure: exit 1
+  errno = 0;
+  if (fflush(stdout) || ferror(stdout)) {
+    fprintf(stderr, "adjoint: cannot write to standard output: %s\n", errno ? strerror(errno) : "write error");
+    if (rc == 0) rc = 1;
+  }
+  return rc;
 }

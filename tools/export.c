@@ -10,6 +10,7 @@
 // shadow (<algo>/ema, <algo>/actor_ema or <algo>/ema/actor) through algo/ckpt.h's reader. Model-derived metadata
 // (control dt, joint names, default joint positions, PD gains, actuator names) comes from the task's MJCF when
 // it can be loaded; without it the export still succeeds (with a warning).
+#define _DEFAULT_SOURCE  // lstat, realpath (tools/outpath.h)
 #include <math.h>
 #include <mujoco/mujoco.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "nn/nn_export.h"
 #include "sim/sim_common.h"
 #include "tools/cli.h"
+#include "tools/outpath.h"
 
 int export_main(int argc, char** argv);
 
@@ -280,6 +282,17 @@ int export_main(int argc, char** argv) {
     if (slash) *slash = 0;
     else snprintf(dir, sizeof(dir), ".");
   }
+  {  // outputs: new or regular files, none of them an input or another output
+    const char* in[3] = {ckpt, config, NULL};
+    if (!config) {
+      snprintf(cfgpath, sizeof(cfgpath), "%s/config.yaml", dir);
+      in[2] = cfgpath;
+    }
+    const char* out[3] = {onnx, blob, check};
+    const char* flag[3] = {"--onnx", "--blob", "--check"};
+    for (int k = 0; k < 3; k++)
+      if (out[k] && outpath_check("adjoint export", flag[k], out[k], in, 3, out, k)) return 2;
+  }
   int h5 = is_hdf5(ckpt);
   if (h5 < 0) return user_error("%s: cannot open", ckpt, NULL);
   if (!h5) return user_error("%s: not an HDF5 checkpoint (bad signature: corrupt, truncated or another format)", ckpt, NULL);
@@ -326,7 +339,7 @@ int export_main(int argc, char** argv) {
     CkTensor t;
     snprintf(name, sizeof(name), "%s/actor", prefixes[k]);
     ckpt_add(&t, 0, 1, name, CK_F32, params, np, 0);
-    rc = ckpt_read(ckpt, &t, 1, err, sizeof(err));
+    rc = ckpt_read_valid(ckpt, &t, 1, err, sizeof(err));
     if (!rc) prefix = prefixes[k];
     else if (rc != CKPT_EMISSING || k == 1) {
       if (rc == CKPT_EMISSING)
@@ -347,10 +360,17 @@ int export_main(int argc, char** argv) {
       CkTensor t;
       snprintf(name, sizeof(name), "%s/%s", prefix, kEma[k]);
       ckpt_add(&t, 0, 1, name, CK_F32, ema, np, 0);
-      rc = ckpt_read(ckpt, &t, 1, err, sizeof(err));
+      rc = ckpt_read_valid(ckpt, &t, 1, err, sizeof(err));
       if (!rc) has_ema = 1;
       else if (rc != CKPT_EMISSING) fprintf(stderr, "adjoint export: %s\n", err), exit_code = 2;
     }
+  }
+  // a run that keeps an EMA shadow is evaluated with it (trainer_eval): export the same policy or refuse
+  if (prefix && !exit_code && !no_ema && !has_ema && strcmp(c.algo_name, "ppo") && c.nablamimic_policy_ema_decay > 0) {
+    fprintf(stderr, "adjoint export: %s: dataset '%s/ema' missing, though the config keeps a policy EMA "
+            "(nablamimic.policy_ema_decay %g); --no-ema exports the live actor\n", ckpt, prefix,
+            c.nablamimic_policy_ema_decay);
+    exit_code = 2;
   }
   if (prefix && !exit_code && c.policy_obs_norm) {
     CkTensor t[3];
@@ -361,7 +381,7 @@ int export_main(int argc, char** argv) {
     ckpt_add(t, 0, 3, n0, CK_F64, count, 1, 0);
     ckpt_add(t, 1, 3, n1, CK_F64, mean, O, 0);
     ckpt_add(t, 2, 3, n2, CK_F64, m2, O, 0);
-    if (ckpt_read(ckpt, t, 3, err, sizeof(err))) fprintf(stderr, "adjoint export: %s\n", err), exit_code = 2;
+    if (ckpt_read_valid(ckpt, t, 3, err, sizeof(err))) fprintf(stderr, "adjoint export: %s\n", err), exit_code = 2;
     else if (!(*count >= 0)) fprintf(stderr, "adjoint export: %s: invalid normalizer count\n", ckpt), exit_code = 2;
   }
   if (exit_code) {

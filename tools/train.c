@@ -1,6 +1,6 @@
 // train.c: `adjoint train` (new run or --resume) on top of algo/trainer.c. Exit codes: 0 done, 2 bad input
 // (flags, config, checkpoint), 1 runtime failure.
-#define _GNU_SOURCE  // strdup
+#define _GNU_SOURCE  // strdup; lstat, realpath (tools/outpath.h)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "algo/cfg.h"
 #include "algo/trainer.h"
 #include "tools/cli.h"
+#include "tools/outpath.h"
 #include "tools/train_eval.h"
 
 extern const char adj_train_default_yaml[];  // configs/cartpole_nablamimic.yaml, embedded at build time
@@ -56,7 +57,7 @@ int train_main(int argc, char** argv) {
     }
     int rc = 0;
     if (!strcmp(a, "--seed")) rc = cli_u64(argc, argv, &i, &seed), seed_set = 1;
-    else if (!strcmp(a, "--num-envs")) rc = cli_int(argc, argv, &i, 1, 1 << 24, &num_envs), envs_set = 1;
+    else if (!strcmp(a, "--num-envs")) rc = cli_int(argc, argv, &i, 1, TRAINER_MAX_ENVS, &num_envs), envs_set = 1;
     else if (!strcmp(a, "--max-iterations")) rc = cli_int(argc, argv, &i, 1, 1000000000, &max_iter), iters_set = 1;
     else if (!strcmp(a, "--run-dir")) rc = !(run_dir = cli_value(argc, argv, &i)) ? 2 : 0;
     else if (!strcmp(a, "--resume")) rc = !(resume = cli_value(argc, argv, &i)) ? 2 : 0;
@@ -132,6 +133,12 @@ int train_main(int argc, char** argv) {
     }
   }
   free(overrides);
+  if (config && !resume) {  // the run directory's config.yaml is an output: it must not be the input config
+    char out[4200];
+    snprintf(out, sizeof(out), "%s/config.yaml", o.run_dir);
+    const char* in[1] = {config};
+    if (outpath_check("adjoint train", "the run directory's", out, in, 1, NULL, 0)) return 2;
+  }
   if (device) snprintf(o.cfg.run_device, sizeof(o.cfg.run_device), "%s", device);
   if (iters_set) o.cfg.run_max_iterations = max_iter;
   o.progress_tty = isatty(fileno(stderr));

@@ -29,7 +29,9 @@ static const char* kUsage =
     "  --converged         solver run to convergence in both engines (iterations 1000, tolerance 0,\n"
     "                      ls_iterations 100)\n"
     "  --no-grad           skip the gradient block\n"
-    "  --json              print exactly one JSON object on stdout (notes go to stderr)\n";
+    "  --json              print exactly one JSON object on stdout (notes go to stderr)\n"
+    "Exit codes: 0 compared, 1 an error is not finite (NaN or inf states or results) or stdout failed,\n"
+    "2 bad input (flags, a model that does not load or uses what the engine does not implement).\n";
 
 typedef struct {
   uint64_t s;
@@ -465,7 +467,11 @@ int verify_main(int argc, char** argv) {
   }
   mj_deleteData(d);
 
-  int rc = f32 ? verify_engine_f32(m, &b, cuda, err, sizeof(err)) : verify_engine_f64(m, &b, cuda, err, sizeof(err));
+  int rc = -1;
+  if (n == 0)  // MuJoCo itself never reached a finite state: nothing to compare (not an allocation failure)
+    snprintf(err, sizeof(err), "no state to compare: every MuJoCo rollout of the model turned non-finite");
+  else
+    rc = f32 ? verify_engine_f32(m, &b, cuda, err, sizeof(err)) : verify_engine_f64(m, &b, cuda, err, sizeof(err));
   GradResult gr = {0};
   if (!rc && grad)
     rc = grad_block(model, opt, converged ? m : NULL, &b, &rng, f32, cuda, &gr, err, sizeof(err));
@@ -540,6 +546,15 @@ int verify_main(int argc, char** argv) {
       printf("overflow: %lld contacts, %lld constraint rows dropped\n", b.ncon_overflow, b.nefc_overflow);
     if (grad) print_grad(&gr);
   }
+  // a non-finite error is no agreement (a model the engine or MuJoCo cannot step finitely): exit 1
+  int nonfinite = 0;
+  for (int i = 0; i < 4 * n; i++) nonfinite += !isfinite(e[i]);
+  if (grad)
+    nonfinite += !isfinite(gr.qpos.max) + !isfinite(gr.qvel.max) + !isfinite(gr.ctrl.max) +
+                 !isfinite(gr.qpos.median) + !isfinite(gr.qvel.median) + !isfinite(gr.ctrl.median);
+  if (nonfinite)
+    fprintf(stderr, "adjoint verify: %s: %d error values are not finite (NaN or inf states or results)\n", model,
+            nonfinite);
   free(e);
   free(mem);
   free(b.ncon);
@@ -547,5 +562,5 @@ int verify_main(int argc, char** argv) {
   free(ref_ncon);
   free(ref_geom);
   sim_free_mjmodel(m);
-  return 0;
+  return nonfinite ? 1 : 0;
 }
