@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(ADJ_HAVE_MOTION)
 #include "motion/motion.h"
+#endif
 #include "sim/sim.h"
 
 static uint64_t splitmix(uint64_t* s) {
@@ -110,6 +112,12 @@ static int place_on_floor(const mjModel* mm, BenchStates* s, char* err, size_t e
   return 0;
 }
 
+#if !defined(ADJ_HAVE_MOTION)
+int bench_states_lafan1(const void* mjmodel, int n, uint64_t seed, BenchStates* out, char* err, size_t errlen) {
+  snprintf(err, errlen, "LAFAN1 states: built without zlib (motion/ left out); install zlib's headers and rebuild");
+  return -1;
+}
+#else
 int bench_states_lafan1(const void* mjmodel, int n, uint64_t seed, BenchStates* out, char* err, size_t errlen) {
   const mjModel* m = (const mjModel*)mjmodel;
   int njoint = m->nq - 7;
@@ -179,6 +187,7 @@ int bench_states_lafan1(const void* mjmodel, int n, uint64_t seed, BenchStates* 
   }
   return 0;
 }
+#endif
 
 typedef struct {
   const mjModel* m;
