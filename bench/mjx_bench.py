@@ -58,7 +58,6 @@ for _ in range(nrep):
     jax.block_until_ready(control_step(start))
     ts.append(time.time() - t0)
 ms = sorted(ts)[len(ts) // 2] * 1e3
-ncon = float(jax.numpy.mean(jax.numpy.sum(start._impl.contact.dist < 0, axis=-1))) if hasattr(start, "_impl") else -1
 print(f"MJX {mujoco.__version__} jax {jax.__version__} {jax.devices()[0].device_kind} "
       f"model={os.path.basename(path)} nworld={n}: compile+first {tc:.1f} s, control step ({nsub} substeps) "
       f"{ms:.3f} ms = {n * nsub / (ms * 1e-3):.3e} steps/s (median of {nrep})")
