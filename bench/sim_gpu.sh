@@ -10,6 +10,8 @@
 # MJX) and OUT/summary.txt. Environment: ADJ (default build/adjoint; built here if missing), REPS (default 20),
 # CPU_REPS (default 5), MJX_REPS (default 10), MJX_TIMEOUT (s per MJX run, default 240), NCU=1, DIV (divides
 # every world count: DIV=64 is a quick dry run on a machine without a GPU).
+# Needs the LAFAN1 clips on the asset path (../shared/device/stage.sh --motions; --peers for MJX's wheels) and
+# zlib's headers when building (the LAFAN1 reader in motion/).
 # Budget on an H200 with ~90 ms G1 control steps at 4096 worlds: about 3 minutes plus MJX's compiles.
 set -u
 out=${1:?usage: bench/sim_gpu.sh OUT}
