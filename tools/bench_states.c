@@ -13,15 +13,10 @@
 #if defined(ADJ_HAVE_MOTION)
 #include "motion/motion.h"
 #endif
+#include "envs/env.h"
 #include "sim/sim.h"
 
-static uint64_t splitmix(uint64_t* s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double uniform(uint64_t* s) { return (splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+static double uniform(uint64_t* s) { return env_rng_uniform(s); }  // the tasks' splitmix64 draws
 
 void bench_states_free(BenchStates* s) {
   free(s->qpos);
