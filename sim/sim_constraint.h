@@ -33,6 +33,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(int, nf, one, 1)                  /* friction-loss rows (the first nf rows) */                 \
   X(int, nefc_overflow, one, 1)       /* rows dropped for lack of capacity (cumulative) */         \
   X(int, solver_niter, one, 1)        /* Newton iterations, summed over islands */                 \
+  X(int, solver_nls, one, 1)          /* line-search cost evaluations, summed (benchmark counter) */ \
   X(int, efc_type, nefcmax, 1)        /* SIM_CNSTR_* */                                            \
   X(int, efc_id, nefcmax, 1)          /* dof, tendon, joint or contact index */                    \
   X(sim_real, efc_J, nefcmax, m->nv)  /* dense Jacobian rows */                                    \

@@ -592,6 +592,7 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
     sim_real ls_improvement;
     sim_real alpha =
         sim_primal_search(m, d, c, tol * m->ls_tolerance, m->ls_iterations, &ls_improvement, lane, nlane);
+    if (lane == 0) d->solver_nls[0] += c->LSiter;
     SIM_SYNC();  // every lane is done reading the search data before it changes
     if (alpha == 0) break;
     for (int k = lane; k < n; k += nlane) {
@@ -655,7 +656,7 @@ SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, in
 SIM_FN void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   for (int i = lane; i < nv; i += nlane) d->qfrc_constraint[i] = 0;
-  if (lane == 0) d->solver_niter[0] = 0;
+  if (lane == 0) d->solver_niter[0] = 0, d->solver_nls[0] = 0;
   if (nefc == 0) {
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
     SIM_SYNC();

@@ -115,7 +115,13 @@ static double compare_state(const char* tag, const mjModel* mm, const mjData* md
     TEST_CHECK(d->nisland[0] == md->nisland, "%s: nisland %d, MuJoCo %d", tag, d->nisland[0], md->nisland);
     // with tolerance 0 the solve ends when the line search finds no improvement: rounding decides when
     if (mm->opt.tolerance > 0)
+    {
       TEST_CHECK(d->solver_niter[0] == niter, "%s: solver_niter %d, MuJoCo %d", tag, d->solver_niter[0], niter);
+      int nls = 0;  // line-search evaluations of the Newton iterations, as mjSolverStat.neval counts them
+      for (int i = 0; i < md->nisland || i < 1; i++)
+        for (int k = 0; k < md->solver_niter[i] && k < mjNSOLVER; k++) nls += md->solver[i * mjNSOLVER + k].neval;
+      TEST_CHECK(d->solver_nls[0] == nls, "%s: solver_nls %d, MuJoCo %d", tag, d->solver_nls[0], nls);
+    }
   }
   double ea = vec_err(d->qacc, md->qacc, nv), ef = vec_err(d->qfrc_constraint, md->qfrc_constraint, nv);
   double eforce = nefc ? vec_err(d->efc_force, md->efc_force, nefc) : 0;
