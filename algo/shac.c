@@ -52,8 +52,8 @@
 //      the normalization (0 when off). At beta = 0 nothing of this runs (bitwise the previous behaviour).
 //
 // The engine adjoint differentiates the whole step, constraint rows included (contacts, limits, friction
-// loss), within the discrete regime of each evaluation (contact set and row states frozen). Tasks with nq != nv (quaternions) would
-// need a qpos -> tangent map for observe/reward VJPs: create refuses them for now.
+// loss), within the discrete regime of each evaluation (contact set and row states frozen). Position cotangents
+// are in the engine's tangent space (nv; env.h): free-floating robots (nq != nv) train as the others do.
 //
 // Buffers are time-major, world-minor: (H, N, ...). Deterministic: fixed seeds, sequential loops, no threads.
 #include <math.h>
@@ -151,8 +151,8 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
     free(s);
     return -1;
   }
-  if (s->nq != s->nv) {
-    snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
+  if (env->task->info.nstate > 0) {  // the VJPs would need each step's task state, which the rollout does not keep
+    snprintf(err, errlen, "shac: task %s keeps per-world task state: not supported yet", env->task->info.name);
     free(s);
     return -1;
   }
@@ -270,6 +270,9 @@ static int cmp_float(const void* a, const void* b) {
   float x = *(const float*)a, y = *(const float*)b;
   return (x > y) - (x < y);
 }
+
+// the task context of world w (constants and data; SHAC takes tasks without per-world state)
+#define ctx(env, w) (&(EnvTaskCtx){(env)->param, (env)->data, (env)->state, NULL, (w)})
 
 // Steps 1-3: rollout from the carried state, actor loss (returned) and its gradient: s->gsum (BPTT, unless the
 // target-action regression is on), s->gtarget (dL/da per step and world, clipped), s->mu, s->nobs, s->tgt inputs.
@@ -394,7 +397,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     load_states(s, s->post_q + base * nq, s->post_v + base * nv, s->post_u + base * nub);
     memset(s->du, 0, sizeof(float) * N * nub);
     for (int w = 0; w < N; w++)
-      tk->reward_vjp(m, s->vd, w, ac + (size_t)w * A, s->coef_r[base + w], adj_q + (size_t)w * nv,
+      tk->reward_vjp(m, s->vd, w, ctx(env, w), ac + (size_t)w * A, s->coef_r[base + w], adj_q + (size_t)w * nv,
                      adj_v + (size_t)w * nv, s->du + (size_t)w * nub);
     // ... + the bootstrap value (target critic -> normalizer -> observation)
     int nb = 0;
@@ -411,7 +414,8 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
       normalize_backward(s, s->braw, s->dx, nb, s->dobs);
       for (int k = 0; k < nb; k++) {
         int w = s->bidx[k];
-        tk->observe_vjp(m, s->vd, w, s->dobs + (size_t)k * O, adj_q + (size_t)w * nv, adj_v + (size_t)w * nv);
+        tk->observe_vjp(m, s->vd, w, ctx(env, w), s->dobs + (size_t)k * O, adj_q + (size_t)w * nv,
+                        adj_v + (size_t)w * nv);
       }
     }
     // the step: post-state cotangent -> pre-state cotangent and ctrl cotangent
@@ -423,7 +427,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
       for (int k = 0; k < nu; k++) du[k] += env->d->adj_ctrl[(size_t)w * nu + k];
       float* da = s->dact + (size_t)w * A;
       for (int j = 0; j < A; j++) da[j] = 0;
-      tk->act_vjp(m, s->vd, w, ac + (size_t)w * A, du, da);
+      tk->act_vjp(m, s->vd, w, ctx(env, w), ac + (size_t)w * A, du, da);
       if (!finite_all(da, A) || !finite_all(adj_q + (size_t)w * nv, nv) || !finite_all(adj_v + (size_t)w * nv, nv)) {
         nonfinite++;
         for (int j = 0; j < A; j++) da[j] = 0;
@@ -461,7 +465,8 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     memcpy(s->cq, adj_q, sizeof(float) * N * nv);
     memcpy(s->cv, adj_v, sizeof(float) * N * nv);
     for (int w = 0; w < N; w++)
-      tk->observe_vjp(m, s->vd, w, s->dobs + (size_t)w * O, s->cq + (size_t)w * nv, s->cv + (size_t)w * nv);
+      tk->observe_vjp(m, s->vd, w, ctx(env, w), s->dobs + (size_t)w * O, s->cq + (size_t)w * nv,
+                      s->cv + (size_t)w * nv);
   }
   metrics[M_AGMED] = agmed / H;
   metrics[M_AGCLIP] = agclip / (double)HN;

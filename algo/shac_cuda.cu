@@ -344,8 +344,8 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     free(s);
     return -1;
   }
-  if (s->nq != s->nv) {
-    snprintf(err, errlen, "shac: task %s has nq != nv (quaternion joints): not supported yet", env->task->info.name);
+  if (env->task->info.nstate > 0) {  // shac.c's check
+    snprintf(err, errlen, "shac: task %s keeps per-world task state: not supported yet", env->task->info.name);
     free(s);
     return -1;
   }

@@ -88,6 +88,15 @@ static int env_tensors(EnvBatch* e, CkTensor* t, int n, int max) {
   n = ckpt_add(t, n, max, "env/episode_stats", CK_I64, e->stats, 2, 0);
   n = ckpt_add(t, n, max, "env/recent_return", CK_F64, e->recent_return, ENV_RECENT, 0);
   n = ckpt_add(t, n, max, "env/recent_length", CK_I32, e->recent_len, ENV_RECENT, 0);
+  // the task's per-world state, one array per field of its table (none for a task without state: a
+  // checkpoint of such a task has exactly the arrays above)
+  static char names[ENV_MAX_STATE][80];
+  const EnvTaskInfo* in = &e->task->info;
+  for (int k = 0; k < in->nstate; k++) {
+    snprintf(names[k], sizeof(names[k]), "env/task/%s", in->state[k].name);
+    int c = in->state[k].count;
+    n = ckpt_add(t, n, max, names[k], in->state[k].is_int ? CK_I32 : CK_F32, e->state[k], N, c > 1 ? c : 0);
+  }
   return n;
 }
 

@@ -24,9 +24,11 @@
 #endif
 // ============================================================================================================
 
+ENV_TASK_FIELDS(ENV_NO_FIELDS, ENV_NO_FIELDS)  // no constants, no per-world state
+
 #define CARTPOLE_LN01 (-2.302585092994046)  // log(0.1): the gaussian tolerance's value at the margin
 
-SIM_FN void cartpole_reset(const SimModel* m, SimWorld* d, uint64_t* rng, int lane, int nlane) {
+SIM_FN void cartpole_reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* rng, int lane, int nlane) {
   if (lane == 0) {
     d->qpos[0] = (sim_real)(0.01 * env_rng_normal(rng));
     d->qpos[1] = (sim_real)(SIM_PI + 0.01 * env_rng_normal(rng));
@@ -36,7 +38,8 @@ SIM_FN void cartpole_reset(const SimModel* m, SimWorld* d, uint64_t* rng, int la
   SIM_SYNC();
 }
 
-SIM_FN void cartpole_act(const SimModel* m, SimWorld* d, const sim_real* act, int lane, int nlane) {
+SIM_FN void cartpole_act(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, const sim_real* act, int lane,
+                         int nlane) {
   if (lane == 0) {
     sim_real a = act[0];
     d->ctrl[0] = a > 1 ? 1 : (a < -1 ? -1 : a);
@@ -50,7 +53,7 @@ SIM_FN sim_real cartpole_tol(sim_real x, sim_real margin) {  // gaussian toleran
   return sim_exp((sim_real)CARTPOLE_LN01 * s * s);
 }
 
-SIM_FN sim_real cartpole_reward(const SimModel* m, const SimWorld* d, const sim_real* act) {
+SIM_FN sim_real cartpole_reward(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, const sim_real* act) {
   sim_real x = d->qpos[0], th = d->qpos[1], u = d->ctrl[0], om = d->qvel[1];
   sim_real upright = (sim_cos(th) + 1) / 2;
   sim_real centered = (1 + cartpole_tol(x, 2)) / 2;
@@ -60,9 +63,10 @@ SIM_FN sim_real cartpole_reward(const SimModel* m, const SimWorld* d, const sim_
   return upright * small_control * small_velocity * centered;
 }
 
-SIM_FN int cartpole_terminated(const SimModel* m, const SimWorld* d) { return 0; }
+SIM_FN int cartpole_terminated(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c) { return 0; }
 
-SIM_FN void cartpole_observe(const SimModel* m, const SimWorld* d, sim_real* obs, int lane, int nlane) {
+SIM_FN void cartpole_observe(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, sim_real* obs, int lane,
+                             int nlane) {
   if (lane == 0) {
     obs[0] = d->qpos[0];
     obs[1] = sim_cos(d->qpos[1]);
@@ -74,7 +78,8 @@ SIM_FN void cartpole_observe(const SimModel* m, const SimWorld* d, sim_real* obs
 }
 
 // ---- adjoints ----
-SIM_FN void cartpole_observe_vjp(const SimModel* m, const SimWorld* d, const sim_real* g, sim_real* dqpos,
+SIM_FN void cartpole_observe_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, const sim_real* g,
+                                 sim_real* dqpos,
                                  sim_real* dqvel) {
   sim_real th = d->qpos[1];
   dqpos[0] += g[0];
@@ -83,7 +88,8 @@ SIM_FN void cartpole_observe_vjp(const SimModel* m, const SimWorld* d, const sim
   dqvel[1] += g[4];
 }
 
-SIM_FN void cartpole_reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, sim_real dr,
+SIM_FN void cartpole_reward_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, const sim_real* act,
+                                sim_real dr,
                                 sim_real* dqpos, sim_real* dqvel, sim_real* dctrl) {
   sim_real x = d->qpos[0], th = d->qpos[1], u = d->ctrl[0], om = d->qvel[1];
   sim_real U = (sim_cos(th) + 1) / 2;
@@ -100,7 +106,8 @@ SIM_FN void cartpole_reward_vjp(const SimModel* m, const SimWorld* d, const sim_
   dctrl[0] += dr * U * V * C * dS;
 }
 
-SIM_FN void cartpole_act_vjp(const SimModel* m, const SimWorld* d, const sim_real* act, const sim_real* dctrl,
+SIM_FN void cartpole_act_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, const sim_real* act,
+                             const sim_real* dctrl,
                              sim_real* dact) {
   sim_real a = act[0];
   dact[0] += (a > -1 && a < 1) ? dctrl[0] : 0;  // clip: zero gradient outside the range
@@ -110,6 +117,9 @@ SIM_FN void cartpole_act_vjp(const SimModel* m, const SimWorld* d, const sim_rea
 static const char* const cartpole_obs_names[5] = {"cart_position", "pole_cos", "pole_sin", "cart_velocity",
                                                   "pole_angular_velocity"};
 static const char* const cartpole_act_names[1] = {"slide"};
-ENV_TASK_HOST(cartpole, {"cartpole", "cartpole/cartpole.xml", CARTPOLE_DISABLE_CONSTRAINT ? SIM_DSBL_CONSTRAINT : 0,
-                         5, 1, 1000, 1, 0, cartpole_obs_names, cartpole_act_names, 0, NULL, NULL, NULL, NULL})
+ENV_TASK_TABLES(cartpole, ENV_NO_FIELDS, ENV_NO_FIELDS, ENV_NO_FIELDS)
+ENV_TASK_HOST(cartpole, {.name = "cartpole", .model = "cartpole/cartpole.xml",
+                         .disable_add = CARTPOLE_DISABLE_CONSTRAINT ? SIM_DSBL_CONSTRAINT : 0, .obs_dim = 5,
+                         .act_dim = 1, .episode_steps = 1000, .frame_skip = 1, .obs_names = cartpole_obs_names,
+                         .act_names = cartpole_act_names, ENV_TASK_TABLE_INFO(cartpole)})
 #endif

@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const EnvTask env_task_cartpole;
-extern const EnvTask env_task_hopper;
-static const EnvTask* const kTasks[] = {&env_task_cartpole, &env_task_hopper};
+#include "env_tasks.h"  // ENV_TASK_LIST(X), ENV_TASK_NAMES: generated from envs/tasks.list
+
+#define ENV_TASK_EXTERN_(task) extern const EnvTask env_task_##task;
+ENV_TASK_LIST(ENV_TASK_EXTERN_)
+#define ENV_TASK_ROW_(task) &env_task_##task,
+static const EnvTask* const kTasks[] = {ENV_TASK_LIST(ENV_TASK_ROW_)};
 #define NTASKS ((int)(sizeof(kTasks) / sizeof(kTasks[0])))
 
 const EnvTask* env_find_task(const char* name) {
@@ -20,30 +23,47 @@ const EnvTask* env_find_task(const char* name) {
   return NULL;
 }
 
-const char* env_task_names(void) { return "cartpole|hopper"; }
+const char* env_task_names(void) { return ENV_TASK_NAMES; }
+
+void env_task_ctx(const EnvBatch* e, int w, EnvTaskCtx* c) {
+  c->p = e->param, c->data = e->data, c->s = e->state, c->ds = NULL, c->w = w;
+}
+
+size_t env_state_row_bytes(const EnvTask* tk, int k) { return (size_t)tk->info.state[k].count * 4; }
 
 static void reset_world(EnvBatch* e, int w) {
   sim_reset(e->m, e->d, w, -1);
-  e->task->reset(e->m, e->d, w, &e->rng[w]);
+  for (int k = 0; k < e->task->info.nstate; k++) {  // the task's state starts at zero, then its reset
+    size_t rb = env_state_row_bytes(e->task, k);
+    memset((char*)e->state[k] + (size_t)w * rb, 0, rb);
+  }
+  EnvTaskCtx c;
+  env_task_ctx(e, w, &c);
+  e->task->reset(e->m, e->d, w, &c, &e->rng[w]);
   e->t[w] = 0;
   e->ep_return[w] = 0;
 }
 
-// task constants: defaults, then "name=value" items separated by commas, semicolons or blanks
-static int parse_task_params(const EnvTask* tk, const char* spec, double* p, char* err, size_t errlen) {
+// task constants: defaults, then "name=value" items separated by commas, semicolons or blanks; numbers
+// within the table's bounds, strings up to ENV_STR_MAX - 1 bytes
+static int parse_task_params(const EnvTask* tk, const char* spec, double* p, char (*str)[ENV_STR_MAX], char* err,
+                             size_t errlen) {
   const EnvTaskInfo* in = &tk->info;
-  if (in->nparam < 0 || in->nparam > SIM_TASK_PARAMS) {
-    snprintf(err, errlen, "task %s: %d parameters (at most %d)", in->name, in->nparam, SIM_TASK_PARAMS);
+  if (in->nparam < 0 || in->nparam > ENV_MAX_PARAMS || in->nstr < 0 || in->nstr > ENV_MAX_STRS || in->nstate < 0 ||
+      in->nstate > ENV_MAX_STATE) {
+    snprintf(err, errlen, "task %s: %d constants, %d strings, %d state fields (at most %d, %d, %d)", in->name,
+             in->nparam, in->nstr, in->nstate, ENV_MAX_PARAMS, ENV_MAX_STRS, ENV_MAX_STATE);
     return -1;
   }
-  for (int i = 0; i < SIM_TASK_PARAMS; i++) p[i] = i < in->nparam ? in->param_defaults[i] : 0;
+  for (int i = 0; i < ENV_MAX_PARAMS; i++) p[i] = i < in->nparam ? in->params[i].def : 0;
+  for (int i = 0; i < ENV_MAX_STRS; i++) snprintf(str[i], ENV_STR_MAX, "%s", i < in->nstr ? in->strs[i].def : "");
   const char* s = spec ? spec : "";
   while (*s) {
     while (*s == ',' || *s == ';' || isspace((unsigned char)*s)) s++;
     if (!*s) break;
     const char* e = s;
     while (*e && *e != ',' && *e != ';' && !isspace((unsigned char)*e)) e++;
-    char item[128];
+    char item[ENV_STR_MAX + 64];
     size_t n = (size_t)(e - s);
     if (n >= sizeof(item)) {  // refused, not cut: a cut number would be read as another value
       snprintf(err, errlen, "env.params: item '%.40s...' is longer than %zu characters", s, sizeof(item) - 1);
@@ -57,21 +77,37 @@ static int parse_task_params(const EnvTask* tk, const char* spec, double* p, cha
       return -1;
     }
     *eq = 0;
-    int k = -1;
+    int k = -1, ks = -1;
     for (int i = 0; i < in->nparam; i++)
-      if (!strcmp(in->param_names[i], item)) k = i;
-    if (k < 0) {
-      char known[512] = "";
-      for (int i = 0; i < in->nparam; i++)
-        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", in->param_names[i]);
+      if (!strcmp(in->params[i].name, item)) k = i;
+    for (int i = 0; i < in->nstr; i++)
+      if (!strcmp(in->strs[i].name, item)) ks = i;
+    if (k < 0 && ks < 0) {
+      char known[1024] = "";
+      for (int i = 0; i < in->nparam + in->nstr; i++)
+        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+                 i < in->nparam ? in->params[i].name : in->strs[i - in->nparam].name);
       snprintf(err, errlen, "env.params: task %s has no parameter '%s' (known: %s)", in->name, item,
-               in->nparam ? known : "none");
+               in->nparam + in->nstr ? known : "none");
       return -1;
+    }
+    if (ks >= 0) {
+      if (strlen(eq + 1) >= ENV_STR_MAX) {
+        snprintf(err, errlen, "env.params: %s: longer than %d bytes", item, ENV_STR_MAX - 1);
+        return -1;
+      }
+      snprintf(str[ks], ENV_STR_MAX, "%s", eq + 1);
+      s = e;
+      continue;
     }
     char* end = NULL;
     double v = strtod(eq + 1, &end);
     if (end == eq + 1 || *end || !isfinite(v)) {
       snprintf(err, errlen, "env.params: %s: '%s' is not a finite number", item, eq + 1);
+      return -1;
+    }
+    if (!(v >= in->params[k].lo && v <= in->params[k].hi)) {
+      snprintf(err, errlen, "env.params: %s = %g is outside [%g, %g]", item, v, in->params[k].lo, in->params[k].hi);
       return -1;
     }
     p[k] = v;
@@ -85,8 +121,9 @@ static int obs_dim_under(const EnvTask* tk, const double* p) {
 }
 
 int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen) {
-  double p[SIM_TASK_PARAMS];
-  if (parse_task_params(tk, params, p, err, errlen)) return -1;
+  double p[ENV_MAX_PARAMS];
+  char str[ENV_MAX_STRS][ENV_STR_MAX];
+  if (parse_task_params(tk, params, p, str, err, errlen)) return -1;
   return obs_dim_under(tk, p);
 }
 
@@ -103,6 +140,13 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
     snprintf(err, errlen, "unknown task '%s' (available: %s)", task, env_task_names());
     return -1;
   }
+  return env_create_task(out, tk, params, nworld, episode_steps, seed, err, errlen);
+}
+
+int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
+                    uint64_t seed, char* err, size_t errlen) {
+  *out = NULL;
+  const char* task = tk->info.name;
   if (tk->nstat < 0 || tk->nstat > ENV_MAX_STATS) {
     snprintf(err, errlen, "task %s: %d episode statistics (at most %d)", task, tk->nstat, ENV_MAX_STATS);
     return -1;
@@ -111,8 +155,9 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
     snprintf(err, errlen, "env: nworld must be >= 1");
     return -1;
   }
-  double tparam[SIM_TASK_PARAMS];
-  if (parse_task_params(tk, params, tparam, err, errlen)) return -1;
+  double tparam[ENV_MAX_PARAMS];
+  char tstr[ENV_MAX_STRS][ENV_STR_MAX];
+  if (parse_task_params(tk, params, tparam, tstr, err, errlen)) return -1;
   if (obs_dim_under(tk, tparam) < 1) {
     snprintf(err, errlen, "task %s: observation size %d under env.params", task, obs_dim_under(tk, tparam));
     return -1;
@@ -136,7 +181,6 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
     sim_free_mjmodel(mj);
     return -1;
   }
-  memcpy(m->task_param, tparam, sizeof(tparam));
   SimData* d = NULL;
   if (sim_data_create(m, nworld, &d)) {
     snprintf(err, errlen, "task %s: cannot allocate %d worlds", task, nworld);
@@ -149,6 +193,18 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
   e->task = tk, e->mjmodel = mj, e->m = m, e->d = d;
   e->nworld = nworld, e->obs_dim = O, e->act_dim = A;
   e->episode_steps = episode_steps > 0 ? episode_steps : tk->info.episode_steps;
+  memcpy(e->param, tparam, sizeof(tparam));
+  memcpy(e->str, tstr, sizeof(tstr));
+  for (int i = 0; i < ENV_MAX_STRS; i++) e->strp[i] = e->str[i];
+  int nomem = 0;
+  for (int k = 0; k < tk->info.nstate; k++)
+    if (!(e->state[k] = calloc((size_t)nworld, env_state_row_bytes(tk, k) ? env_state_row_bytes(tk, k) : 1))) nomem = 1;
+  if (tk->info.load_data && !nomem &&
+      tk->info.load_data(m, tparam, e->strp, &e->data, &e->data_bytes, msg, sizeof(msg))) {
+    env_destroy(e);
+    snprintf(err, errlen, "task %s: %s", task, msg);
+    return -1;
+  }
   e->t = (int32_t*)calloc((size_t)nworld, sizeof(int32_t));
   e->rng = (uint64_t*)calloc((size_t)nworld, sizeof(uint64_t));
   e->nan_seen = (int32_t*)calloc((size_t)nworld, sizeof(int32_t));
@@ -164,7 +220,7 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
   int S = tk->episode_stats ? tk->nstat : 0;  // <= ENV_MAX_STATS (checked at the top)
   if (S) e->final_stats = (sim_real*)calloc((size_t)nworld * S, sizeof(sim_real));
   if (!e->final_qpos || !e->final_qvel || !e->final_ctrl || !e->t || !e->rng || !e->nan_seen || !e->obs || !e->ep_return || !e->reward || !e->terminated || !e->truncated ||
-      !e->final_obs || (S && !e->final_stats)) {
+      !e->final_obs || (S && !e->final_stats) || nomem) {
     env_destroy(e);
     snprintf(err, errlen, "task %s: out of memory", task);
     return -1;
@@ -177,7 +233,9 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
   }
   if (tk->info.needs_kinematics) sim_run_stage(m, d, SIM_STAGE_KINEMATICS);
   for (int w = 0; w < nworld; w++) {
-    tk->observe(m, d, w, e->obs + (size_t)w * O);
+    EnvTaskCtx c;
+    env_task_ctx(e, w, &c);
+    tk->observe(m, d, w, &c, e->obs + (size_t)w * O);
     e->nan_seen[w] = d->nan_count[w];
   }
   *out = e;
@@ -192,6 +250,8 @@ void env_destroy(EnvBatch* e) {
   free(e->t), free(e->rng), free(e->nan_seen), free(e->obs), free(e->ep_return);
   free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
   free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl), free(e->final_stats);
+  for (int k = 0; k < ENV_MAX_STATE; k++) free(e->state[k]);
+  free(e->data);
   free(e);
 }
 
@@ -229,7 +289,11 @@ void env_randomize_episode_start(EnvBatch* e) {
 void env_step(EnvBatch* e, const sim_real* act) {
   const EnvTask* tk = e->task;
   int O = e->obs_dim, A = e->act_dim;
-  for (int w = 0; w < e->nworld; w++) tk->act(e->m, e->d, w, act + (size_t)w * A);
+  for (int w = 0; w < e->nworld; w++) {
+    EnvTaskCtx c;
+    env_task_ctx(e, w, &c);
+    tk->act(e->m, e->d, w, &c, act + (size_t)w * A);
+  }
   if (e->record) sim_control_step(e->m, e->d, tk->info.frame_skip, 1);
   else
     for (int k = 0; k < tk->info.frame_skip; k++) sim_step(e->m, e->d);
@@ -237,19 +301,21 @@ void env_step(EnvBatch* e, const sim_real* act) {
   e->nan_last = 0;
   int reset_any = 0;
   for (int w = 0; w < e->nworld; w++) {
+    EnvTaskCtx c;
+    env_task_ctx(e, w, &c);
     // the engine reset this world after a non-finite state: the episode ends there, value 0
     int bad = e->d->nan_count[w] != e->nan_seen[w];
     e->nan_seen[w] = e->d->nan_count[w];
-    sim_real r = bad ? 0 : tk->reward(e->m, e->d, w, act + (size_t)w * A);
+    sim_real r = bad ? 0 : tk->reward(e->m, e->d, w, &c, act + (size_t)w * A);
     if (!isfinite(r)) r = 0, bad = 1;  // a non-finite reward (NaN or +-inf) ends the episode too
     sim_real* o = e->obs + (size_t)w * O;
-    tk->observe(e->m, e->d, w, o);
+    tk->observe(e->m, e->d, w, &c, o);
     for (int i = 0; i < O && !bad; i++)  // ... and so does a non-finite observation (zeroed: it is stored)
       if (!isfinite(o[i])) {
         memset(o, 0, sizeof(sim_real) * (size_t)O);
         r = 0, bad = 1;
       }
-    int term = bad || tk->terminated(e->m, e->d, w);
+    int term = bad || tk->terminated(e->m, e->d, w, &c);
     e->t[w]++;
     int trunc = !term && e->t[w] >= e->episode_steps;
     e->reward[w] = r;
@@ -270,7 +336,7 @@ void env_step(EnvBatch* e, const sim_real* act) {
         if (bad)
           for (int i = 0; i < S; i++) st[i] = NAN;
         else
-          tk->episode_stats(e->m, e->d, w, st);
+          tk->episode_stats(e->m, e->d, w, &c, st);
       }
       int slot = (int)(e->stats[0] % ENV_RECENT);
       e->recent_return[slot] = e->ep_return[w];
@@ -279,13 +345,17 @@ void env_step(EnvBatch* e, const sim_real* act) {
       if (bad) e->stats[1]++, e->nan_last++;
       reset_world(e, w);
       reset_any = 1;
-      if (!tk->info.needs_kinematics) tk->observe(e->m, e->d, w, o);
+      if (!tk->info.needs_kinematics) tk->observe(e->m, e->d, w, &c, o);
     }
   }
   if (reset_any && tk->info.needs_kinematics) {
     sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
     for (int w = 0; w < e->nworld; w++)
-      if (e->terminated[w] || e->truncated[w]) tk->observe(e->m, e->d, w, e->obs + (size_t)w * O);
+      if (e->terminated[w] || e->truncated[w]) {
+        EnvTaskCtx c;
+        env_task_ctx(e, w, &c);
+        tk->observe(e->m, e->d, w, &c, e->obs + (size_t)w * O);
+      }
   }
 }
 

@@ -1,20 +1,48 @@
-// env.h: the task interface and the batched environment.
+// env.h: the task interface and the batched environment. envs/README.md: how to add a task.
 //
 // A task is one file, envs/<task>.c, of per-world SIM_FN functions, host C and device code: the CUDA build
-// compiles every envs/<task>.c next to the engine (envs/env_cuda.h; CMake generates the translation units, as
-// C++) and fuses act -> step -> reward -> observe -> auto-reset into one kernel per control step and world, so
-// a CUDA iteration needs no host round trip. So keep the per-world functions in the common C/C++ subset, and
-// the host table (ENV_TASK_HOST, names) under #ifndef __CUDACC__ as cartpole.c does. Per world:
-//   void     <task>_reset(const SimModel*, SimWorld*, uint64_t* rng, int lane, int nlane)  // after sim reset
-//   void     <task>_act(const SimModel*, SimWorld*, const sim_real* act /*(act_dim)*/, int lane, int nlane)
-//   sim_real <task>_reward(const SimModel*, const SimWorld*, const sim_real* act)  // after the step
-//   int      <task>_terminated(const SimModel*, const SimWorld*)                   // early termination
-//   void     <task>_observe(const SimModel*, const SimWorld*, sim_real* obs /*(obs_dim)*/, int lane, int nlane)
-// and their adjoints (vector-Jacobian products, accumulated into the given cotangents; SHAC uses them):
-//   void     <task>_observe_vjp(m, d, const sim_real* dobs, sim_real* dqpos /*(nq)*/, sim_real* dqvel /*(nv)*/)
-//   void     <task>_reward_vjp(m, d, const sim_real* act, sim_real dr, sim_real* dqpos, sim_real* dqvel,
-//                              sim_real* dctrl /*(nu)*/)
-//   void     <task>_act_vjp(m, d, const sim_real* act, const sim_real* dctrl, sim_real* dact /*(act_dim)*/)
+// compiles every task of envs/tasks.list next to the engine (envs/env_cuda.h; CMake generates the translation
+// units, as C++) and fuses act -> step -> reward -> observe -> auto-reset into one kernel per control step and
+// world, so a CUDA iteration needs no host round trip. So keep the per-world functions in the common C/C++
+// subset, and the host table (ENV_TASK_HOST, names) under #ifndef __CUDACC__ as cartpole.c does.
+//
+// What a task owns besides the engine's model and world is declared once, in field tables (X-macros, as
+// sim/sim_model.h declares the engine's fields), and handed to every per-world function as an EnvTaskCtx:
+//   <TASK>_PARAMS(P)   P(name, default, lo, hi)     numeric constants, config key env.params "name=value";
+//                                                   read as ENV_P(c, name) (double)
+//   <TASK>_STRINGS(S)  S(name, default)             string constants (e.g. a data file path), same config key;
+//                                                   host only: they reach the worlds through the task data
+//   <TASK>_STATE(X)    X(type, name, count, grad)   per-world state (type sim_real or int32_t, count elements a
+//                                                   world), e.g. a clip id, a phase, the last action; read and
+//                                                   written as ENV_S(c, name)[i]; grad 1: gradients flow through
+//                                                   it (its cotangent is ENV_DS(c, name), see the VJPs)
+// and ENV_TASK_FIELDS(<TASK>_PARAMS, <TASK>_STATE) (one task per translation unit) makes the enums behind the
+// accessors. The read-only task data (e.g. a motion library) is one flat blob that EnvTaskInfo.load_data builds
+// at create from the constants and strings (offsets, never pointers, inside it: it is uploaded to the GPU once
+// as it is); tasks read it as c->data. The tables drive allocation, resets (state is zeroed, then <task>_reset
+// runs), the GPU mirror (envs/env_cuda.cu) and checkpoints ("env/task/<name>" per state field).
+//
+// Per world (c: the task's constants, data and this world's state):
+//   void     <task>_reset(const SimModel*, SimWorld*, const EnvTaskCtx* c, uint64_t* rng, int lane, int nlane)
+//   void     <task>_act(const SimModel*, SimWorld*, const EnvTaskCtx* c, const sim_real* act /*(act_dim)*/,
+//                       int lane, int nlane)                                          // before the step
+//   sim_real <task>_reward(const SimModel*, const SimWorld*, const EnvTaskCtx* c, const sim_real* act)  // after it
+//   int      <task>_terminated(const SimModel*, const SimWorld*, const EnvTaskCtx* c)  // early termination
+//   void     <task>_observe(const SimModel*, const SimWorld*, const EnvTaskCtx* c, sim_real* obs /*(obs_dim)*/,
+//                           int lane, int nlane)
+// and their adjoints (vector-Jacobian products, accumulated into the given cotangents; SHAC uses them). Every
+// position cotangent is in the engine's tangent space: dqpos has nv elements, ordered as qvel (a free joint:
+// world-frame translation, then the rotation vector in the body frame, as the engine's position integration
+// q (+) v dt uses them; a ball joint: its rotation vector). The engine's integration adjoint maps it through
+// quaternions; a task never differentiates raw quaternion components (env_vjp_rot_* below help):
+//   void     <task>_observe_vjp(m, d, c, const sim_real* dobs, sim_real* dqpos /*(nv)*/, sim_real* dqvel /*(nv)*/)
+//   void     <task>_reward_vjp(m, d, c, const sim_real* act, sim_real dr, sim_real* dqpos /*(nv)*/,
+//                              sim_real* dqvel /*(nv)*/, sim_real* dctrl /*(nu)*/)
+//   void     <task>_act_vjp(m, d, c, const sim_real* act, const sim_real* dctrl, sim_real* dact /*(act_dim)*/)
+// State that gradients flow through (grad 1, e.g. the last action feeding an action-rate penalty and the
+// observation) is updated in <task>_act from the action (s' = f(s, a)) and read by reward and observe: their
+// VJPs add into ENV_DS(c, name) (the cotangent of s' when c->ds is set), and act_vjp maps it to dact (and, for
+// s' depending on s, back into the cotangent of s). c->ds is NULL where no cotangent is carried.
 // ENV_TASK_HOST(task, info) at the end of the task file builds the host-side EnvTask table from them;
 // ENV_TASK_HOST_STATS(task, nstat, names, info) also takes <task>_episode_stats (per-episode statistics, e.g.
 // the hopper's forward speed, evaluated at an episode's final state; `adjoint eval` reports them).
@@ -50,6 +78,70 @@ SIM_FN double env_rng_normal(uint64_t* s) {
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+// ---- the task's fields (header): what its per-world functions see beside the engine ----
+#define ENV_MAX_PARAMS 32   // numeric constants of a task
+#define ENV_MAX_STRS 4      // string constants of a task
+#define ENV_STR_MAX 256     // bytes of one string constant, NUL included
+#define ENV_MAX_STATE 16    // per-world state fields of a task
+
+typedef struct EnvTaskCtx {
+  const double* p;   // numeric constants in table order (ENV_P)
+  const void* data;  // read-only task data (the blob load_data built; the device copy on the GPU), NULL: none
+  void* const* s;    // per-world state fields in table order, field-major (nworld, count) each (ENV_S)
+  void* const* ds;   // their cotangents (grad fields only; others NULL), same layout; NULL: none carried
+  int w;             // this world's row in s and ds
+} EnvTaskCtx;
+
+#define ENV_P(c, name) ((c)->p[ENVP_##name])
+#define ENV_S(c, name) ((ENVST_##name*)(c)->s[ENVS_##name] + (size_t)(c)->w * ENVSN_##name)
+#define ENV_DS(c, name) ((c)->ds ? (sim_real*)(c)->ds[ENVS_##name] + (size_t)(c)->w * ENVSN_##name : (sim_real*)0)
+
+#define ENV_PENUM_(name, def, lo, hi) ENVP_##name,
+#define ENV_SENUM_(type, name, count, grad) ENVS_##name,
+#define ENV_SDECL_(type, name, count, grad) \
+  typedef type ENVST_##name;                \
+  enum { ENVSN_##name = (count) };
+// the enums behind ENV_P / ENV_S of one task (one task per translation unit)
+#define ENV_TASK_FIELDS(PARAMS, STATE)  \
+  enum { PARAMS(ENV_PENUM_) ENVP_COUNT }; \
+  enum { STATE(ENV_SENUM_) ENVS_COUNT };  \
+  STATE(ENV_SDECL_)
+#define ENV_NO_FIELDS(X)  // an empty table
+
+// host descriptions of the fields (EnvTaskInfo), made from the same tables by ENV_TASK_TABLES
+typedef struct { const char* name; double def, lo, hi; } EnvParamDesc;
+typedef struct { const char* name; const char* def; } EnvStrDesc;
+typedef struct { const char* name; int is_int; int count; int grad; } EnvStateDesc;  // is_int: int32_t, else sim_real
+#define ENV_PDESC_(name, def, lo, hi) {#name, def, lo, hi},
+#define ENV_SDESC_(name, def) {#name, def},
+#define ENV_XDESC_(type, name, count, grad) {#name, sizeof(type) == sizeof(int32_t) && (type)0.5 == 0, count, grad},
+// static tables task_params_, task_strs_, task_state_ (and their counts in EnvTaskInfo: ENV_TASK_TABLE_INFO)
+#define ENV_TASK_TABLES(task, PARAMS, STRINGS, STATE)                                         \
+  static const EnvParamDesc task##_params_[ENVP_COUNT + 1] = {PARAMS(ENV_PDESC_){NULL, 0, 0, 0}}; \
+  static const EnvStrDesc task##_strs_[] = {STRINGS(ENV_SDESC_){NULL, NULL}};                 \
+  static const EnvStateDesc task##_state_[ENVS_COUNT + 1] = {STATE(ENV_XDESC_){NULL, 0, 0, 0}};
+#define ENV_TASK_TABLE_INFO(task)                                                                            \
+  .nparam = ENVP_COUNT, .params = task##_params_,                                                            \
+  .nstr = (int)(sizeof(task##_strs_) / sizeof(task##_strs_[0])) - 1, .strs = task##_strs_, \
+  .nstate = ENVS_COUNT, .state = task##_state_
+
+// ---- tangent-space VJPs of an orientation R (body -> world, row-major) of a free or ball joint, whose tangent
+// w is the rotation vector in the body frame (R' = R exp([w]x), the engine's quaternion integration) ----
+// y = R x (x fixed in the body, y in the world; e.g. the torso's up axis): wbar += x cross (R^T ybar)
+SIM_FN void env_vjp_rot_to_world(const sim_real R[9], const sim_real x[3], const sim_real ybar[3], sim_real wbar[3]) {
+  sim_real b[3];  // R^T ybar
+  for (int i = 0; i < 3; i++) b[i] = R[i] * ybar[0] + R[3 + i] * ybar[1] + R[6 + i] * ybar[2];
+  wbar[0] += x[1] * b[2] - x[2] * b[1];
+  wbar[1] += x[2] * b[0] - x[0] * b[2];
+  wbar[2] += x[0] * b[1] - x[1] * b[0];
+}
+// y = R^T u (u fixed in the world, y in the body; e.g. the projected gravity): wbar += ybar cross y
+SIM_FN void env_vjp_rot_to_body(const sim_real y[3], const sim_real ybar[3], sim_real wbar[3]) {
+  wbar[0] += ybar[1] * y[2] - ybar[2] * y[1];
+  wbar[1] += ybar[2] * y[0] - ybar[0] * y[2];
+  wbar[2] += ybar[0] * y[1] - ybar[1] * y[0];
+}
+
 typedef struct EnvTaskInfo {
   const char* name;
   const char* model;      // MJCF, found through the asset search path
@@ -60,124 +152,118 @@ typedef struct EnvTaskInfo {
   int needs_kinematics;   // reward/observe read xpos/xmat: run kinematics after the step
   const char* const* obs_names;  // observation element names (for exports and logs), of the largest observation
   const char* const* act_names;  // (act_dim)
-  // task constants settable per run (config key env.params, "name=value, ..."), stored in SimModel.task_param
-  // in this order; tasks read them as m->task_param[i]
-  int nparam;                        // <= SIM_TASK_PARAMS
-  const char* const* param_names;    // (nparam)
-  const double* param_defaults;      // (nparam)
-  // optional (NULL: obs_dim): the observation size under the constants p (SIM_TASK_PARAMS), for a task whose
-  // observation grows with one of them (the hopper's clock); obs_names covers the largest. env_create_params
-  // resolves it once: every reader takes EnvBatch.obs_dim (or env_task_obs_dim without a batch), never obs_dim
+  // the field tables (ENV_TASK_TABLE_INFO): constants settable per run (config key env.params,
+  // "name=value, ..."), numbers within [lo, hi] and strings; per-world state
+  int nparam;                   // <= ENV_MAX_PARAMS
+  const EnvParamDesc* params;   // (nparam)
+  int nstr;                     // <= ENV_MAX_STRS
+  const EnvStrDesc* strs;       // (nstr)
+  int nstate;                   // <= ENV_MAX_STATE
+  const EnvStateDesc* state;    // (nstate)
+  // optional (NULL: obs_dim): the observation size under the constants p, for a task whose observation grows
+  // with one of them (the hopper's clock); obs_names covers the largest. env_create_params resolves it once:
+  // every reader takes EnvBatch.obs_dim (or env_task_obs_dim without a batch), never obs_dim
   int (*obs_dim_of)(const double* p);
   // optional (NULL: none): model load options under the constants p, applied before the model is compiled into
   // the engine (e.g. the hopper's gear_scale); the MuJoCo model kept beside it gets the same. Returns 0, or
   // non-zero with a message naming the bad constant
   int (*load_options)(const double* p, SimLoadOptions* opt, char* err, size_t errlen);
+  // optional (NULL: no task data): builds the read-only task data from the constants p and strings s (e.g.
+  // loads a motion library from a file named by a string constant) into one malloc'd blob *data of *bytes
+  // (position-independent: offsets, no pointers). Returns 0, or non-zero with a message naming the culprit
+  int (*load_data)(const SimModel* m, const double* p, const char* const* s, void** data, size_t* bytes, char* err,
+                   size_t errlen);
 } EnvTaskInfo;
 
-// host-side table of one task (per-world calls)
+// host-side table of one task (per-world calls; c from env_task_ctx)
 typedef struct EnvTask {
   EnvTaskInfo info;
-  void (*reset)(const SimModel* m, SimData* d, int w, uint64_t* rng);
-  void (*act)(const SimModel* m, SimData* d, int w, const sim_real* act);
-  sim_real (*reward)(const SimModel* m, SimData* d, int w, const sim_real* act);
-  int (*terminated)(const SimModel* m, SimData* d, int w);
-  void (*observe)(const SimModel* m, SimData* d, int w, sim_real* obs);
-  void (*observe_vjp)(const SimModel* m, SimData* d, int w, const sim_real* dobs, sim_real* dqpos, sim_real* dqvel);
-  void (*reward_vjp)(const SimModel* m, SimData* d, int w, const sim_real* act, sim_real dr, sim_real* dqpos,
-                     sim_real* dqvel, sim_real* dctrl);
-  void (*act_vjp)(const SimModel* m, SimData* d, int w, const sim_real* act, const sim_real* dctrl, sim_real* dact);
+  void (*reset)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, uint64_t* rng);
+  void (*act)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* act);
+  sim_real (*reward)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* act);
+  int (*terminated)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c);
+  void (*observe)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, sim_real* obs);
+  void (*observe_vjp)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* dobs,
+                      sim_real* dqpos, sim_real* dqvel);
+  void (*reward_vjp)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* act, sim_real dr,
+                     sim_real* dqpos, sim_real* dqvel, sim_real* dctrl);
+  void (*act_vjp)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* act,
+                  const sim_real* dctrl, sim_real* dact);
   // optional per-episode statistics (ENV_TASK_HOST_STATS; 0 / NULL without), evaluated at an episode's final
   // state (before the auto-reset: the state its last reward saw) and reported by `adjoint eval`
   int nstat;                      // <= ENV_MAX_STATS
   const char* const* stat_names;  // (nstat), e.g. the hopper's "forward_speed"
-  void (*episode_stats)(const SimModel* m, SimData* d, int w, sim_real* out /*(nstat)*/);
+  void (*episode_stats)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, sim_real* out /*(nstat)*/);
 } EnvTask;
 #define ENV_MAX_STATS 8
 
 #define ENV_TASK_HOST_FNS_(task)                                                                              \
-  static void task##_host_reset(const SimModel* m, SimData* d, int w, uint64_t* rng) {                        \
+  static void task##_host_reset(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, uint64_t* rng) {   \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_reset(m, &wd, rng, 0, 1);                                                                          \
+    task##_reset(m, &wd, c, rng, 0, 1);                                                                       \
   }                                                                                                           \
-  static void task##_host_act(const SimModel* m, SimData* d, int w, const sim_real* a) {                      \
+  static void task##_host_act(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* a) { \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_act(m, &wd, a, 0, 1);                                                                              \
+    task##_act(m, &wd, c, a, 0, 1);                                                                           \
   }                                                                                                           \
-  static sim_real task##_host_reward(const SimModel* m, SimData* d, int w, const sim_real* a) {               \
+  static sim_real task##_host_reward(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,               \
+                                     const sim_real* a) {                                                     \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    return task##_reward(m, &wd, a);                                                                          \
+    return task##_reward(m, &wd, c, a);                                                                       \
   }                                                                                                           \
-  static int task##_host_terminated(const SimModel* m, SimData* d, int w) {                                   \
+  static int task##_host_terminated(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c) {              \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    return task##_terminated(m, &wd);                                                                         \
+    return task##_terminated(m, &wd, c);                                                                      \
   }                                                                                                           \
-  static void task##_host_observe(const SimModel* m, SimData* d, int w, sim_real* o) {                        \
+  static void task##_host_observe(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, sim_real* o) {   \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_observe(m, &wd, o, 0, 1);                                                                          \
+    task##_observe(m, &wd, c, o, 0, 1);                                                                       \
   }                                                                                                           \
-  static void task##_host_observe_vjp(const SimModel* m, SimData* d, int w, const sim_real* g, sim_real* dq,  \
-                                      sim_real* dv) {                                                         \
+  static void task##_host_observe_vjp(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,              \
+                                      const sim_real* g, sim_real* dq, sim_real* dv) {                        \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_observe_vjp(m, &wd, g, dq, dv);                                                                    \
+    task##_observe_vjp(m, &wd, c, g, dq, dv);                                                                 \
   }                                                                                                           \
-  static void task##_host_reward_vjp(const SimModel* m, SimData* d, int w, const sim_real* a, sim_real dr,    \
-                                     sim_real* dq, sim_real* dv, sim_real* dc) {                              \
+  static void task##_host_reward_vjp(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,               \
+                                     const sim_real* a, sim_real dr, sim_real* dq, sim_real* dv, sim_real* dc) { \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_reward_vjp(m, &wd, a, dr, dq, dv, dc);                                                             \
+    task##_reward_vjp(m, &wd, c, a, dr, dq, dv, dc);                                                          \
   }                                                                                                           \
-  static void task##_host_act_vjp(const SimModel* m, SimData* d, int w, const sim_real* a, const sim_real* dc, \
-                                  sim_real* da) {                                                             \
+  static void task##_host_act_vjp(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,                  \
+                                  const sim_real* a, const sim_real* dc, sim_real* da) {                      \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_act_vjp(m, &wd, a, dc, da);                                                                        \
+    task##_act_vjp(m, &wd, c, a, dc, da);                                                                     \
   }
 
+#define ENV_TASK_HOST_ROWS_(task)                                                                             \
+  task##_host_reset, task##_host_act, task##_host_reward, task##_host_terminated, task##_host_observe,        \
+      task##_host_observe_vjp, task##_host_reward_vjp, task##_host_act_vjp
 #define ENV_TASK_HOST(task, ...)                                                                              \
   ENV_TASK_HOST_FNS_(task)                                                                                    \
-  const EnvTask env_task_##task = {__VA_ARGS__,                                                               \
-                                   task##_host_reset,                                                         \
-                                   task##_host_act,                                                           \
-                                   task##_host_reward,                                                        \
-                                   task##_host_terminated,                                                    \
-                                   task##_host_observe,                                                       \
-                                   task##_host_observe_vjp,                                                   \
-                                   task##_host_reward_vjp,                                                    \
-                                   task##_host_act_vjp,                                                       \
-                                   0,                                                                         \
-                                   NULL,                                                                      \
-                                   NULL};
+  const EnvTask env_task_##task = {__VA_ARGS__, ENV_TASK_HOST_ROWS_(task), 0, NULL, NULL};
 // ENV_TASK_HOST with per-episode statistics (EnvTask.nstat/stat_names/episode_stats) from
-//   void <task>_episode_stats(const SimModel*, const SimWorld*, sim_real* out /*(nstat)*/)
+//   void <task>_episode_stats(const SimModel*, const SimWorld*, const EnvTaskCtx*, sim_real* out /*(nstat)*/)
 #define ENV_TASK_HOST_STATS(task, nstat_, names_, ...)                                                        \
   ENV_TASK_HOST_FNS_(task)                                                                                    \
-  static void task##_host_episode_stats(const SimModel* m, SimData* d, int w, sim_real* o) {                  \
+  static void task##_host_episode_stats(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,            \
+                                        sim_real* o) {                                                        \
     SimWorld wd;                                                                                              \
     sim_world(m, d, w, &wd);                                                                                  \
-    task##_episode_stats(m, &wd, o);                                                                          \
+    task##_episode_stats(m, &wd, c, o);                                                                       \
   }                                                                                                           \
-  const EnvTask env_task_##task = {__VA_ARGS__,                                                               \
-                                   task##_host_reset,                                                         \
-                                   task##_host_act,                                                           \
-                                   task##_host_reward,                                                        \
-                                   task##_host_terminated,                                                    \
-                                   task##_host_observe,                                                       \
-                                   task##_host_observe_vjp,                                                   \
-                                   task##_host_reward_vjp,                                                    \
-                                   task##_host_act_vjp,                                                       \
-                                   nstat_,                                                                    \
-                                   names_,                                                                    \
+  const EnvTask env_task_##task = {__VA_ARGS__, ENV_TASK_HOST_ROWS_(task), nstat_, names_,                    \
                                    task##_host_episode_stats};
 
 const EnvTask* env_find_task(const char* name);  // NULL if unknown
-const char* env_task_names(void);                // "cartpole|..."
+const char* env_task_names(void);                // "cartpole|...": the tasks of envs/tasks.list
 
 #define ENV_RECENT 100  // finished episodes kept for the statistics
 
@@ -187,7 +273,14 @@ typedef struct EnvBatch {
   SimModel* m;
   SimData* d;
   int nworld, obs_dim, act_dim, episode_steps;
+  // the task's fields (env.h, field tables)
+  double param[ENV_MAX_PARAMS];         // numeric constants: defaults, then env.params
+  char str[ENV_MAX_STRS][ENV_STR_MAX];  // string constants
+  const char* strp[ENV_MAX_STRS];       // str as pointers (load_data's s)
+  void* data;                           // read-only task data (load_data's blob; NULL: none)
+  size_t data_bytes;
   // carried state (checkpointed), world-major
+  void* state[ENV_MAX_STATE];  // per-world task state, field-major: field k is (nworld, state[k].count)
   int32_t* t;           // (nworld) control steps into the running episode
   uint64_t* rng;        // (nworld) reset-noise streams
   int32_t* nan_seen;    // (nworld) d->nan_count at the last check
@@ -211,13 +304,22 @@ typedef struct EnvBatch {
   int record;             // 1: env_step records the engine tape (sim_control_step(record)); needs env_enable_gradients
 } EnvBatch;
 
+// The per-world context of world w (constants, data, state; no cotangents).
+void env_task_ctx(const EnvBatch* e, int w, EnvTaskCtx* c);
+// Bytes of one world's row of state field k of task tk (count * 4: sim_real is float here, or int32_t).
+size_t env_state_row_bytes(const EnvTask* tk, int k);
+
 // Loads the task's model (applying its disable flags) and makes nworld worlds, all reset with the seed.
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps /* 0: task default */, uint64_t seed,
                char* err, size_t errlen);
 // The same with task constants: params = "name=value, name=value" over the task's defaults (NULL or "": all
-// defaults); an unknown name or a bad number is an error naming it ("env.params: ...").
+// defaults); an unknown name, a bad number or one outside the constant's bounds is an error naming it
+// ("env.params: ...").
 int env_create_params(EnvBatch** out, const char* task, const char* params, int nworld, int episode_steps,
                       uint64_t seed, char* err, size_t errlen);
+// The same for a task given by its table (e.g. one outside envs/tasks.list, in a test).
+int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
+                    uint64_t seed, char* err, size_t errlen);
 // The observation size env_create_params gives task tk under the spec params (for readers without an EnvBatch,
 // e.g. `adjoint export`); -1 and err on a bad spec.
 int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen);

@@ -202,6 +202,24 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   E->fin_ret = (double*)(b + off[k++]);
   E->fin_len = (int*)(b + off[k++]);
   E->du = (float*)(b + off[k++]);
+  // the task's fields: constants by value, data uploaded once here, per-world state mirrored by upload/download
+  const EnvTaskInfo* ti = &host->task->info;
+  memcpy(E->param, host->param, sizeof(E->param));
+  size_t fsz = al256(host->data_bytes), foff[ENV_MAX_STATE];
+  E->nst = ti->nstate;
+  for (int f = 0; f < ti->nstate; f++) {
+    E->st_words[f] = ti->state[f].count;
+    foff[f] = fsz, fsz += al256(env_state_row_bytes(host->task, f) * n);
+  }
+  if (fsz && (cudaMalloc(&e->fields, fsz) != cudaSuccess || cudaMemset(e->fields, 0, fsz) != cudaSuccess ||
+              (host->data_bytes &&
+               cudaMemcpy(e->fields, host->data, host->data_bytes, cudaMemcpyHostToDevice) != cudaSuccess))) {
+    snprintf(err, errlen, "CUDA environment: task fields: %s", cudaGetErrorString(cudaGetLastError()));
+    env_cuda_destroy(e);
+    return -1;
+  }
+  E->data = host->data_bytes ? e->fields : NULL;
+  for (int f = 0; f < ti->nstate; f++) E->st[f] = (char*)e->fields + foff[f];
   if (env_cuda_upload(e, host)) {
     snprintf(err, errlen, "CUDA environment: %s", g_err);
     env_cuda_destroy(e);
@@ -215,6 +233,7 @@ extern "C" void env_cuda_destroy(EnvCuda* e) {
   if (!e) return;
   simcuda_free(e->g);
   cudaFree(e->block);
+  cudaFree(e->fields);
   if (e->stats_host) cudaFreeHost(e->stats_host);
   free(e);
 }
@@ -231,6 +250,8 @@ extern "C" int env_cuda_upload(EnvCuda* e, const EnvBatch* h) {
   CU(cudaMemcpy(E->nan_seen, h->nan_seen, 4 * n, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(E->obs, h->obs, 4 * n * E->O, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(E->ep_return, h->ep_return, 8 * n, cudaMemcpyHostToDevice));
+  for (int f = 0; f < E->nst; f++)
+    CU(cudaMemcpy(E->st[f], h->state[f], 4 * n * E->st_words[f], cudaMemcpyHostToDevice));
   EnvCudaStats* s = e->stats_host;
   memset(s, 0, sizeof(*s));
   s->stats[0] = h->stats[0], s->stats[1] = h->stats[1];
@@ -254,6 +275,8 @@ extern "C" int env_cuda_download(EnvCuda* e, EnvBatch* h) {
   CU(cudaMemcpy(h->nan_seen, E->nan_seen, 4 * n, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(h->obs, E->obs, 4 * n * E->O, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(h->ep_return, E->ep_return, 8 * n, cudaMemcpyDeviceToHost));
+  for (int f = 0; f < E->nst; f++)
+    CU(cudaMemcpy(h->state[f], E->st[f], 4 * n * E->st_words[f], cudaMemcpyDeviceToHost));
   EnvCudaStats* s = e->stats_host;
   CU(cudaMemcpy(s, E->stats, sizeof(*s), cudaMemcpyDeviceToHost));
   h->stats[0] = s->stats[0], h->stats[1] = s->stats[1];

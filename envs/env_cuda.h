@@ -44,7 +44,7 @@ typedef struct {
   const float* value_mask;           // (N) nonzero where the loss has a term in the next observation (NULL: none)
   const float* next_obs_cot;         // (N, obs_dim) dL/d(next observation) where value_mask != 0
   const float *cot_qpos, *cot_qvel;  // (N, nv) cotangent of the post-step state from later steps (read where
-                                     // the world did not end at t; tangent space of qpos, nq == nv)
+                                     // the world did not end at t; the engine's tangent space: nv)
   float* act_cot;                    // (N, act_dim) out: dL/da_t (zero where non-finite)
   float* act_cot_norm;               // (N) out: |dL/da_t| (float of the float64 norm)
   uint8_t* nonfinite;                // (N) out: 1 where the world's cotangents were non-finite (zeroed)

@@ -36,7 +36,15 @@ typedef struct {
   double* fin_ret;      // (N) return of the episode that ended
   int* fin_len;         // (N)
   float* du;            // (N, nub) ctrl cotangent scratch of the backward
+  // the task's fields (env.h): constants (by value), device copies of its data and per-world state
+  double param[ENV_MAX_PARAMS];
+  const void* data;
+  void* st[ENV_MAX_STATE];  // field k: (N, st_words[k]) 4-byte words as EnvBatch.state
+  int nst, st_words[ENV_MAX_STATE];
 } EnvDev;
+
+// the task context of world w inside a kernel (E: the kernel's own copy)
+#define ENV_CUDA_CTX(E, w) {(E).param, (E).data, (E).st, NULL, (w)}
 
 struct EnvCuda;
 // one task's launchers (defined in its generated kernel files)
@@ -58,6 +66,7 @@ struct EnvCuda {
   int adj;  // the model has gradients enabled (tape, cotangents)
   EnvDev E;
   void* block;               // the device allocation of E's arrays
+  void* fields;              // the device allocation of the task's data and state
   EnvCudaStats* stats_host;  // pinned
 };
 

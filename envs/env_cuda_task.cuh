@@ -30,11 +30,12 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   sim_world(m, d, w, &wd);
   const int nq = m->nq, nv = m->nv, nu = m->nu, O = E.O, nub = E.nub;
   const float* a = act + (size_t)w * E.A;
+  const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
   if (rec.pre_qpos)
     for (int i = lane; i < nq; i += 32) rec.pre_qpos[(size_t)w * nq + i] = wd.qpos[i];
   if (rec.pre_qvel)
     for (int i = lane; i < nv; i += 32) rec.pre_qvel[(size_t)w * nv + i] = wd.qvel[i];
-  T::act(m, &wd, a, lane, 32);
+  T::act(m, &wd, &c, a, lane, 32);
   sim_control_step_world(m, &wd, E.fs, record, lane, 32);
   if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
   __syncwarp();  // every lane's writes of the step visible to lane 0's reward
@@ -45,9 +46,9 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   sim_real r = 0;
   int term = 0;
   if (lane == 0) {
-    r = bad ? 0 : T::reward(m, &wd, a);
+    r = bad ? 0 : T::reward(m, &wd, &c, a);
     if (!isfinite(r)) r = 0, bad = 1;  // a non-finite reward (NaN or +-inf) ends the episode too
-    term = bad || T::terminated(m, &wd);
+    term = bad || T::terminated(m, &wd, &c);
   }
   __syncwarp();
   r = __shfl_sync(ENV_FULL_MASK, r, 0);
@@ -67,7 +68,7 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
     if (rec.truncated) rec.truncated[w] = (uint8_t)trunc;
   }
   float* o = E.obs + (size_t)w * O;
-  T::observe(m, &wd, o, lane, 32);
+  T::observe(m, &wd, &c, o, lane, 32);
   if (rec.next_obs)
     for (int i = lane; i < O; i += 32) rec.next_obs[(size_t)w * O + i] = o[i];
   if (rec.post_qpos)
@@ -80,10 +81,13 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   if (term || trunc) {  // warp-uniform
     if (lane == 0) E.fin_ret[w] = ret, E.fin_len[w] = tt;
     sim_reset_world(m, &wd, -1, lane, 32);
-    T::reset(m, &wd, &E.rng[w], lane, 32);
+    for (int k = 0; k < E.nst; k++)  // the task's state starts at zero, then its reset
+      for (int i = lane; i < E.st_words[k]; i += 32) ((int*)E.st[k])[(size_t)w * E.st_words[k] + i] = 0;
+    __syncwarp();
+    T::reset(m, &wd, &c, &E.rng[w], lane, 32);
     if (lane == 0) E.t[w] = 0, E.ep_return[w] = 0;
     if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
-    T::observe(m, &wd, o, lane, 32);
+    T::observe(m, &wd, &c, o, lane, 32);
   }
 }
 
@@ -95,6 +99,7 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
   sim_world(m, d, w, &wd);
   const int nq = m->nq, nv = m->nv, nu = m->nu, nub = E.nub, A = E.A, O = E.O;
   const int done = g.terminated[w] | g.truncated[w];
+  const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
   // cotangent of the post-step state: the future (unless the world ended here) ...
   for (int i = lane; i < nv; i += 32) {
     wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
@@ -110,9 +115,9 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
     wd.qpos = (sim_real*)g.post_qpos + (size_t)w * nq;
     wd.qvel = (sim_real*)g.post_qvel + (size_t)w * nv;
     wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
-    T::reward_vjp(m, &wd, a, g.reward_cot[w], wd.adj_qpos, wd.adj_qvel, du);
+    T::reward_vjp(m, &wd, &c, a, g.reward_cot[w], wd.adj_qpos, wd.adj_qvel, du);
     if (g.value_mask && g.value_mask[w] != 0)
-      T::observe_vjp(m, &wd, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
+      T::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
     wd.qpos = q0, wd.qvel = v0, wd.ctrl = u0;
   }
   __syncwarp();
@@ -127,7 +132,7 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
     wd.qpos = (sim_real*)g.pre_qpos + (size_t)w * nq;
     wd.qvel = (sim_real*)g.pre_qvel + (size_t)w * nv;
     wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
-    T::act_vjp(m, &wd, a, du, da);
+    T::act_vjp(m, &wd, &c, a, du, da);
     sim_world(m, d, w, &wd);
     int fin = 1;
     for (int j = 0; j < A; j++) fin &= fabsf(da[j]) <= FLT_MAX;
@@ -156,7 +161,8 @@ __global__ void k_env_pre_cot(const SimModel* m, const SimData* d, EnvDev E, con
   wd.qpos = (sim_real*)q + (size_t)w * nq;
   wd.qvel = (sim_real*)v + (size_t)w * nv;
   wd.ctrl = (sim_real*)u + (size_t)w * E.nub;
-  T::observe_vjp(m, &wd, obs_cot + (size_t)w * E.O, cq + (size_t)w * nv, cv + (size_t)w * nv);
+  const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
+  T::observe_vjp(m, &wd, &c, obs_cot + (size_t)w * E.O, cq + (size_t)w * nv, cv + (size_t)w * nv);
 }
 
 static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1) / ENV_CUDA_WPB); }
@@ -164,32 +170,39 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
 // the traits struct EnvT_<task> over the task file's functions
 #define ENV_CUDA_TRAITS(task)                                                                                         \
   struct EnvT_##task {                                                                                                \
-    static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, uint64_t* r, int l, int n) {         \
-      task##_reset(m, d, r, l, n);                                                                                    \
+    static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* r,    \
+                                                 int l, int n) {                                                      \
+      task##_reset(m, d, c, r, l, n);                                                                                 \
     }                                                                                                                 \
-    static __device__ __forceinline__ void act(const SimModel* m, SimWorld* d, const sim_real* a, int l, int n) {     \
-      task##_act(m, d, a, l, n);                                                                                      \
+    static __device__ __forceinline__ void act(const SimModel* m, SimWorld* d, const EnvTaskCtx* c,                   \
+                                               const sim_real* a, int l, int n) {                                     \
+      task##_act(m, d, c, a, l, n);                                                                                   \
     }                                                                                                                 \
-    static __device__ __forceinline__ sim_real reward(const SimModel* m, const SimWorld* d, const sim_real* a) {      \
-      return task##_reward(m, d, a);                                                                                  \
+    static __device__ __forceinline__ sim_real reward(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,      \
+                                                      const sim_real* a) {                                            \
+      return task##_reward(m, d, c, a);                                                                               \
     }                                                                                                                 \
-    static __device__ __forceinline__ int terminated(const SimModel* m, const SimWorld* d) {                          \
-      return task##_terminated(m, d);                                                                                 \
+    static __device__ __forceinline__ int terminated(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c) {     \
+      return task##_terminated(m, d, c);                                                                              \
     }                                                                                                                 \
-    static __device__ __forceinline__ void observe(const SimModel* m, const SimWorld* d, sim_real* o, int l, int n) { \
-      task##_observe(m, d, o, l, n);                                                                                  \
+    static __device__ __forceinline__ void observe(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,         \
+                                                   sim_real* o, int l, int n) {                                       \
+      task##_observe(m, d, c, o, l, n);                                                                               \
     }                                                                                                                 \
-    static __device__ __forceinline__ void observe_vjp(const SimModel* m, const SimWorld* d, const sim_real* g,       \
+    static __device__ __forceinline__ void observe_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,     \
+                                                       const sim_real* g,                                             \
                                                        sim_real* dq, sim_real* dv) {                                  \
-      task##_observe_vjp(m, d, g, dq, dv);                                                                            \
+      task##_observe_vjp(m, d, c, g, dq, dv);                                                                         \
     }                                                                                                                 \
-    static __device__ __forceinline__ void reward_vjp(const SimModel* m, const SimWorld* d, const sim_real* a,        \
+    static __device__ __forceinline__ void reward_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,      \
+                                                      const sim_real* a,                                              \
                                                       sim_real dr, sim_real* dq, sim_real* dv, sim_real* dc) {        \
-      task##_reward_vjp(m, d, a, dr, dq, dv, dc);                                                                     \
+      task##_reward_vjp(m, d, c, a, dr, dq, dv, dc);                                                                  \
     }                                                                                                                 \
-    static __device__ __forceinline__ void act_vjp(const SimModel* m, const SimWorld* d, const sim_real* a,           \
+    static __device__ __forceinline__ void act_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,         \
+                                                   const sim_real* a,                                                 \
                                                    const sim_real* dc, sim_real* da) {                                \
-      task##_act_vjp(m, d, a, dc, da);                                                                                \
+      task##_act_vjp(m, d, c, a, dc, da);                                                                             \
     }                                                                                                                 \
   };
 

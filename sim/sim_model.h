@@ -295,8 +295,6 @@ enum {
   SIM_DATA_FIELDS_ADJOINT                                                                          \
   SIM_DATA_FIELDS_PARAM
 
-#define SIM_TASK_PARAMS 16
-
 typedef struct SIM_SFX(SimModel) {
 #define X(name, what) int name;
   SIM_MODEL_SIZES
@@ -314,9 +312,6 @@ typedef struct SIM_SFX(SimModel) {
   int disableflags;
   int enableflags;
   int has_tendon_armature;
-  // constants of the task that drives this model (envs/: reward weights, thresholds), set by env_create from
-  // the config; the engine never reads them. A plain array, so it travels with the struct to the device.
-  double task_param[SIM_TASK_PARAMS];
 #define X(type, name, count, width) type* name;
   SIM_MODEL_FIELDS
 #undef X

@@ -43,8 +43,9 @@ int main(void) {
   TEST_CHECK(env_create(&b, "hopper", 2, 10, 7, err, sizeof(err)) == 0, "create b: %s", err);
   TEST_CHECK(!memcmp(a->obs, b->obs, sizeof(float) * 2 * 13), "world streams depend on num_envs");
   TEST_CHECK(memcmp(a->obs, a->obs + 13, sizeof(float) * 13), "worlds share their reset noise");
-  // env.params: defaults in SimModel.task_param; a spec overrides by name; bad specs name the culprit
-  TEST_CHECK(a->m->task_param[4] == 0.2 && a->m->task_param[0] == 1.0, "default task parameters");
+  // env.params: defaults in EnvBatch.param; a spec overrides by name; bad specs (unknown name, not a number,
+  // outside the table's bounds) name the culprit
+  TEST_CHECK(a->param[4] == 0.2 && a->param[0] == 1.0, "default task parameters");
   {
     EnvBatch* c = NULL;
     TEST_CHECK(env_create_params(&c, "hopper", " max_angle=0.5,forward_weight = 2; reset_push=1", 2, 0, 7, err,
@@ -52,13 +53,14 @@ int main(void) {
     TEST_CHECK(env_create_params(&c, "hopper", " max_angle=0.5,forward_weight=2; reset_push=1", 2, 0, 7, err,
                                  sizeof(err)) == 0, "create with params: %s", err);
     if (c) {
-      TEST_CHECK(c->m->task_param[4] == 0.5 && c->m->task_param[0] == 2 && c->m->task_param[7] == 1 &&
-                 c->m->task_param[2] == 1.0, "parsed task parameters");
+      TEST_CHECK(c->param[4] == 0.5 && c->param[0] == 2 && c->param[7] == 1 && c->param[2] == 1.0,
+                 "parsed task parameters");
       env_destroy(c), c = NULL;
     }
-    static const char* bad[3][2] = {{"max_angel=0.5", "max_angel"}, {"max_angle=abc", "max_angle"},
-                                    {"max_angle", "name=value"}};
-    for (int i = 0; i < 3; i++) {
+    static const char* bad[5][2] = {{"max_angel=0.5", "max_angel"}, {"max_angle=abc", "max_angle"},
+                                    {"max_angle", "name=value"}, {"max_angle=4", "outside [1e-06, 3.2]"},
+                                    {"ctrl_cost=-1", "ctrl_cost = -1 is outside"}};
+    for (int i = 0; i < 5; i++) {
       err[0] = 0;
       TEST_CHECK(env_create_params(&c, "hopper", bad[i][0], 2, 0, 7, err, sizeof(err)) != 0 && !c &&
                  strstr(err, "env.params") && strstr(err, bad[i][1]), "bad spec '%s': %s", bad[i][0], err);

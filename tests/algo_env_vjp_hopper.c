@@ -34,8 +34,10 @@ static double hop_ref(double rootz, double t) {  // the hop reference term (0 un
 }
 static double forward_ref(double vx) { return P[0] * (P[1] > 0 && vx > P[1] ? P[1] : vx); }
 
+static EnvTaskCtx C;  // the task's context: its constants P (no data, no per-world state)
 static void set_params(SimModel* m, const double* p) {
-  for (int i = 0; i < NP; i++) P[i] = m->task_param[i] = p[i];
+  for (int i = 0; i < NP; i++) P[i] = p[i];
+  C.p = P;
 }
 
 static double urand(uint64_t* s, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(s); }
@@ -65,19 +67,21 @@ int main(void) {
   TEST_CHECK(info->obs_dim == 13 && info->act_dim == 4 && info->frame_skip == 4 && info->episode_steps == 1000,
              "task info");
 
-  TEST_CHECK(info->nparam == NP && !strcmp(info->param_names[4], "max_angle") &&
-                 !strcmp(info->param_names[8], "height_max") && !strcmp(info->param_names[9], "clock_period") &&
-                 info->param_defaults[8] == 0.3 && info->param_defaults[9] == 0 &&
-                 !strcmp(info->param_names[14], "height_tol") && info->param_defaults[14] == 0.15,
+  double defaults[NP];
+  for (int i = 0; i < NP; i++) defaults[i] = info->params[i].def;
+  TEST_CHECK(info->nparam == NP && !strcmp(info->params[4].name, "max_angle") &&
+                 !strcmp(info->params[8].name, "height_max") && !strcmp(info->params[9].name, "clock_period") &&
+                 defaults[8] == 0.3 && defaults[9] == 0 && !strcmp(info->params[14].name, "height_tol") &&
+                 defaults[14] == 0.15 && info->nstr == 0 && info->nstate == 0,
              "task parameters");
-  TEST_CHECK(info->obs_dim_of && info->obs_dim_of(info->param_defaults) == 13, "default observation size");
+  TEST_CHECK(info->obs_dim_of && info->obs_dim_of(defaults) == 13, "default observation size");
   // the VJPs at the defaults (the committed task), at a second parameter set (every term re-weighted) and at a
   // third (height cap 0.6, clock on)
   static const double other[NP] = {2.0, 1.5, 0.5, 0.3, 0.6, 0.55, 1e-2, 0.0, 0.3, 0.0, 0.0, 0.1, 1.0, 1.0, 0.25};
   static const double tall[NP] = {1.0, 0.0, 1.0, 1.0, 0.2, 0.6, 1e-3, 0.0, 0.6, 0.5, 0.0, 0.1, 1.0, 1.0, 0.15};
   // a fourth (the hop reference on: weight 2, amplitude 0.15 m about 1.02 m, period 0.4 s)
   static const double hop[NP] = {1.0, 0.0, 0.5, 1.0, 1.0, 0.6, 1e-3, 0.0, 0.3, 0.4, 2.0, 0.15, 1.02, 1.0, 0.15};
-  TEST_CHECK(!strcmp(info->param_names[10], "hop_weight") && info->param_defaults[10] == 0,
+  TEST_CHECK(!strcmp(info->params[10].name, "hop_weight") && defaults[10] == 0,
              "hop reference off by default");
   TEST_CHECK(info->obs_dim_of(tall) == 15 && !strcmp(info->obs_names[13], "clock_sin") &&
                  !strcmp(info->obs_names[14], "clock_cos"), "clock observation size and names");
@@ -85,7 +89,7 @@ int main(void) {
   double worst = 0;
   int checked = 0, above_old_cap = 0, above_cap = 0;
   for (int k = 0; k < 600; k++) {
-    set_params(m, k < 300 ? info->param_defaults : (k < 400 ? other : (k < 500 ? tall : hop)));
+    set_params(m, k < 300 ? defaults : (k < 400 ? other : (k < 500 ? tall : hop)));
     const int O = info->obs_dim_of(P);
     if (k >= 400) d.time[0] = urand(&rng, 0, 20);  // the clock's input (the earlier states keep their draws)
     for (int i = 0; i < 7; i++) d.qpos[i] = urand(&rng, -1, 1);
@@ -93,12 +97,12 @@ int main(void) {
     for (int i = 0; i < 7; i++) d.qvel[i] = urand(&rng, -vs, vs);
     double a[4];
     for (int i = 0; i < 4; i++) a[i] = urand(&rng, -1.3, 1.3);
-    hopper_act(m, &d, a, 0, 1);
+    hopper_act(m, &d, &C, a, 0, 1);
     for (int i = 0; i < 4; i++)
       TEST_CHECK(d.ctrl[i] == (a[i] > 1 ? 1 : (a[i] < -1 ? -1 : a[i])), "act clip %d: %g -> %g", i, a[i], d.ctrl[i]);
     // forward functions against the documented formulas
     double obs[15];
-    hopper_observe(m, &d, obs, 0, 1);
+    hopper_observe(m, &d, &C, obs, 0, 1);
     if (O == 15)
       TEST_CHECK(obs[13] == sin(2 * SIM_PI * d.time[0] / P[9]) && obs[14] == cos(2 * SIM_PI * d.time[0] / P[9]),
                  "clock at t %g: %g %g", d.time[0], obs[13], obs[14]);
@@ -109,7 +113,7 @@ int main(void) {
       TEST_CHECK(fabs(obs[6 + i] - 10 * tanh(d.qvel[i] / 10)) <= 1e-15 * 10 && fabs(obs[6 + i]) < 10, "obs vel %d", i);
     double u2 = 0;
     for (int i = 0; i < 4; i++) u2 += d.ctrl[i] * d.ctrl[i];
-    double r = hopper_reward(m, &d, a);
+    double r = hopper_reward(m, &d, &C, a);
     double rref = forward_ref(d.qvel[0]) + alive_ref(d.qpos[1], d.qpos[2]) - P[6] * u2 + hop_ref(d.qpos[1], d.time[0]);
     TEST_CHECK(fabs(r - rref) < 1e-12 * (1 + fabs(rref)), "reward %g vs %g", r, rref);
     if (k >= 500) TEST_CHECK(hop_ref(d.qpos[1], d.time[0]) < 0, "hop term on at state %d", k);
@@ -117,9 +121,9 @@ int main(void) {
     double g[15], dr = urand(&rng, -2, 2);
     for (int i = 0; i < O; i++) g[i] = urand(&rng, -1, 1);
     double dq[7] = {0}, dv[7] = {0}, dc[4] = {0}, da[4] = {0};
-    hopper_observe_vjp(m, &d, g, dq, dv);
-    hopper_reward_vjp(m, &d, a, dr, dq, dv, dc);
-    hopper_act_vjp(m, &d, a, dc, da);
+    hopper_observe_vjp(m, &d, &C, g, dq, dv);
+    hopper_reward_vjp(m, &d, &C, a, dr, dq, dv, dc);
+    hopper_act_vjp(m, &d, &C, a, dc, da);
     double* vars[18];
     double an[18];
     for (int i = 0; i < 7; i++) vars[i] = &d.qpos[i], an[i] = dq[i];
@@ -133,14 +137,14 @@ int main(void) {
       for (int s = 0; s < 2; s++) {
         double keep = *vars[j];
         *vars[j] = keep + (s ? -h : h);
-        hopper_act(m, &d, a, 0, 1);
+        hopper_act(m, &d, &C, a, 0, 1);
         double o[15];
-        hopper_observe(m, &d, o, 0, 1);
-        f[s] = dr * hopper_reward(m, &d, a);
+        hopper_observe(m, &d, &C, o, 0, 1);
+        f[s] = dr * hopper_reward(m, &d, &C, a);
         for (int i = 0; i < O; i++) f[s] += g[i] * o[i];
         *vars[j] = keep;
       }
-      hopper_act(m, &d, a, 0, 1);
+      hopper_act(m, &d, &C, a, 0, 1);
       double fd = (f[0] - f[1]) / (2 * h), err = fabs(fd - an[j]) / (1 + fabs(fd));
       worst = fmax(worst, err);
       checked++;
@@ -157,30 +161,30 @@ int main(void) {
              above_cap);
 
   // termination: healthy upright pose, then each threshold crossed
-  set_params(m, info->param_defaults);
+  set_params(m, defaults);
   memset(d.qpos, 0, 7 * sizeof(double)), memset(d.qvel, 0, 7 * sizeof(double));
   d.qpos[1] = -0.06;
-  TEST_CHECK(!hopper_terminated(m, &d), "standing is healthy");
+  TEST_CHECK(!hopper_terminated(m, &d, &C), "standing is healthy");
   d.qpos[1] = 0.6 - 1 + 1e-9;
-  TEST_CHECK(!hopper_terminated(m, &d), "h just above 0.6 is healthy");
+  TEST_CHECK(!hopper_terminated(m, &d, &C), "h just above 0.6 is healthy");
   d.qpos[1] = 0.6 - 1 - 1e-9;
-  TEST_CHECK(hopper_terminated(m, &d), "h below 0.6 terminates");
+  TEST_CHECK(hopper_terminated(m, &d, &C), "h below 0.6 terminates");
   d.qpos[1] = 0, d.qpos[2] = 0.199;
-  TEST_CHECK(!hopper_terminated(m, &d), "pitch 0.199 healthy");
+  TEST_CHECK(!hopper_terminated(m, &d, &C), "pitch 0.199 healthy");
   d.qpos[2] = -0.201;
-  TEST_CHECK(hopper_terminated(m, &d), "pitch -0.201 terminates");
+  TEST_CHECK(hopper_terminated(m, &d, &C), "pitch -0.201 terminates");
   d.qpos[2] = 0, d.qvel[5] = 150;
-  TEST_CHECK(hopper_terminated(m, &d), "|qvel| >= 100 terminates");
+  TEST_CHECK(hopper_terminated(m, &d, &C), "|qvel| >= 100 terminates");
   d.qvel[5] = NAN;
-  TEST_CHECK(hopper_terminated(m, &d), "NaN terminates");
+  TEST_CHECK(hopper_terminated(m, &d, &C), "NaN terminates");
   d.qvel[5] = 0, d.qpos[0] = 1e6, d.qvel[0] = 50;
-  TEST_CHECK(!hopper_terminated(m, &d), "rootx position is not bounded");
+  TEST_CHECK(!hopper_terminated(m, &d, &C), "rootx position is not bounded");
 
   // reset: qpos0 clamped into the joint ranges + U(-c, c), rootx exact, qvel U(-c, c)
   double lo_seen = 1, hi_seen = -1;
   for (int k = 0; k < 500; k++) {
     sim_reset(m, dd, 0, -1);
-    hopper_reset(m, &d, &rng, 0, 1);
+    hopper_reset(m, &d, &C, &rng, 0, 1);
     TEST_CHECK(d.qpos[0] == 0, "rootx noise");
     for (int j = 0; j < 7; j++) {
       double base = m->qpos0[j];
@@ -193,20 +197,20 @@ int main(void) {
       TEST_CHECK(fabs(d.qvel[j]) <= 5e-3, "reset qvel %d", j);
     }
     lo_seen = fmin(lo_seen, d.qpos[2]), hi_seen = fmax(hi_seen, d.qpos[2]);
-    TEST_CHECK(!hopper_terminated(m, &d), "reset state is healthy");
+    TEST_CHECK(!hopper_terminated(m, &d, &C), "reset state is healthy");
   }
   TEST_CHECK(lo_seen < -4e-3 && hi_seen > 4e-3, "reset noise spans U(-c, c): [%g, %g]", lo_seen, hi_seen);
   TEST_CHECK(fabs(d.qpos[5] - (5 * SIM_PI / 180 + 5e-3)) <= 5e-3 + 1e-12, "knee starts at 5 deg + c: %g", d.qpos[5]);
   // a forward push at reset: qvel[rootx] in [-c, push + c], the same draws otherwise
   {
     double p[NP];
-    memcpy(p, info->param_defaults, sizeof(p));
+    memcpy(p, defaults, sizeof(p));
     p[7] = 2.0;
     set_params(m, p);
     double vmin = 1e9, vmax = -1e9;
     for (int k = 0; k < 200; k++) {
       sim_reset(m, dd, 0, -1);
-      hopper_reset(m, &d, &rng, 0, 1);
+      hopper_reset(m, &d, &C, &rng, 0, 1);
       vmin = fmin(vmin, d.qvel[0]), vmax = fmax(vmax, d.qvel[0]);
     }
     TEST_CHECK(vmin >= -5e-3 && vmin < 0.1 && vmax <= 2 + 5e-3 && vmax > 1.9, "reset push range [%g, %g]", vmin, vmax);
@@ -214,15 +218,15 @@ int main(void) {
     set_params(m, other);
     memset(d.qpos, 0, 7 * sizeof(double)), memset(d.qvel, 0, 7 * sizeof(double));
     d.qpos[2] = 0.5;
-    TEST_CHECK(!hopper_terminated(m, &d), "max_angle 0.6: pitch 0.5 healthy");
+    TEST_CHECK(!hopper_terminated(m, &d, &C), "max_angle 0.6: pitch 0.5 healthy");
     d.qpos[2] = 0.61;
-    TEST_CHECK(hopper_terminated(m, &d), "max_angle 0.6: pitch 0.61 terminates");
-    set_params(m, info->param_defaults);
+    TEST_CHECK(hopper_terminated(m, &d, &C), "max_angle 0.6: pitch 0.61 terminates");
+    set_params(m, defaults);
   }
   // episode statistics
   d.qpos[0] = 3, d.time[0] = 2;
   double st[2];
-  hopper_episode_stats(m, &d, st);
+  hopper_episode_stats(m, &d, &C, st);
   TEST_CHECK(st[0] == 3 && st[1] == 1.5, "stats %g %g", st[0], st[1]);
   printf("hopper VJPs vs central differences: max rel error %.3g over %d partials (%d / %d states between / above "
          "the caps at height_max 0.6)\n", worst, checked, above_old_cap, above_cap);
