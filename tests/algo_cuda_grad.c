@@ -226,7 +226,7 @@ static void check(const char* config, const char* override, const char* label) {
   printf("  %-40s advantage_abs_mean cpu %.6e cuda %.6e\n", label, m1[M_ADV], m2[M_ADV]);
   for (int k = 0; k < 4; k++) {
     int i = k == 0 ? M_CRITIC : (k == 1 ? M_VALUE : (k == 2 ? M_GRADNORM : M_ADV));
-    TEST_CHECK(fabs(m1[i] - m2[i]) <= 1e-3 * fabs(m1[i]) + 1e-9, "%s: metric %s: cpu %g cuda %g", label, kMetrics[i],
+    TEST_CHECK(fabs(m1[i] - m2[i]) <= 1e-3 * fabs(m1[i]) + 1e-9, "%s: metric %s: cpu %g cuda %g", label, shac_metric_names[i],
                m1[i], m2[i]);
   }
   shac_destroy(cp);
