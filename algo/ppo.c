@@ -181,7 +181,7 @@ static MbLoss ppo_minibatch(Ppo* s, const int* idx, int mb) {
   return L;
 }
 
-static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   Ppo* s = (Ppo*)p;
   int N = s->N, O = s->O, A = s->A, T = s->T;
   double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;

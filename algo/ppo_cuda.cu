@@ -55,6 +55,8 @@ typedef struct {
   uint64_t rng;       // minibatch shuffles (host: the permutation needs no device value)
   int* h_perm;        // pinned (epochs, T N)
   cudaEvent_t ev[4];
+  char* err;  // the message buffer of the API call in progress (its caller's; NULL: none)
+  size_t errlen;
   PPO_CUDA_MIRROR(PPO_FIELD)  // host mirror (checkpoints)
   double h_lr, h_ncount;
   double* h_metrics;  // pinned (D_NSLOT + A)
@@ -306,8 +308,13 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   for (int w = 0; w < N; w++) s->h_rng[w] = ppo_seed(ppo_seed(seed, 4), (uint64_t)w);
   if (cudaMemcpy(s->log_std, s->h_logstd, 4 * a, cudaMemcpyHostToDevice) ||
       cudaMemcpy(s->act_rng, s->h_rng, 8 * n, cudaMemcpyHostToDevice) ||
-      cudaMemcpy(s->S + D_LR, &s->h_lr, 8, cudaMemcpyHostToDevice) || mirror_download(s)) {
+      cudaMemcpy(s->S + D_LR, &s->h_lr, 8, cudaMemcpyHostToDevice)) {
     snprintf(err, errlen, "ppo (cuda): %s", cudaGetErrorString(cudaGetLastError()));
+    ppo_cuda_destroy(s);
+    return -1;
+  }
+  s->err = err, s->errlen = errlen;
+  if (mirror_download(s)) {
     ppo_cuda_destroy(s);
     return -1;
   }
@@ -337,8 +344,9 @@ static int infer_to(PpoCuda* s, NnCudaMlp* net, const float* params, const float
   return 0;
 }
 
-static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   PpoCuda* s = (PpoCuda*)p;
+  s->err = err, s->errlen = errlen;
   const int N = s->N, O = s->O, A = s->A, T = s->T;
   const double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
   const long long TN = (long long)T * N;
@@ -369,10 +377,7 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
     EnvCudaRecord rec;
     memset(&rec, 0, sizeof(rec));
     rec.next_obs = s->fobs, rec.reward = s->rew + base, rec.terminated = s->term, rec.truncated = s->trunc;
-    if (env_cuda_step(s->E, s->act + base * A, &rec, 0)) {
-      fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_step(s->E, s->act + base * A, &rec, 0));
     // bootstrap time-outs from the value of the final observation
     if (normalize(s, s->fobs, N, s->bnobs, 0)) return -1;
     AC_NN(nn_cuda_mlp_infer(s->critic, critic_p, s->bnobs, N, s->bvalN));
@@ -387,10 +392,10 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
   AC_LAUNCHED();
   k_to_double<<<ac_blocks(TN), AC_THREADS>>>(s->adv, TN, NULL, s->part);
   AC_LAUNCHED();
-  if (ac_sum(s->part, TN, 1.0 / (double)TN, 0, S + D_MEAN)) return -1;
+  AC_CK(ac_sum(s->part, TN, 1.0 / (double)TN, 0, S + D_MEAN));
   k_to_double<<<ac_blocks(TN), AC_THREADS>>>(s->adv, TN, S + D_MEAN, s->part);
   AC_LAUNCHED();
-  if (ac_sum(s->part, TN, 1.0, 0, S + D_VAR)) return -1;
+  AC_CK(ac_sum(s->part, TN, 1.0, 0, S + D_VAR));
   k_advnorm<<<ac_blocks(TN), AC_THREADS>>>(s->adv, TN, S);
   AC_LAUNCHED();
   AC_CK(cudaEventRecord(s->ev[2], 0));
@@ -433,10 +438,7 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
   AC_LAUNCHED();
   AC_CK(cudaEventRecord(s->ev[3], 0));
   // ---- the logged scalars, once ----
-  if (env_cuda_stats_begin(s->E)) {
-    fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_stats_begin(s->E));
   AC_CK(cudaMemcpyAsync(s->h_metrics, S, 8 * D_NSLOT, cudaMemcpyDeviceToHost, 0));
   AC_CK(cudaStreamSynchronize(0));
   env_cuda_stats_end(s->E, env, NULL, NULL);
@@ -473,14 +475,12 @@ static int mirror_download(PpoCuda* s) {
   return 0;
 }
 
-static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host) {
+static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host, char* err, size_t errlen) {
   PpoCuda* s = (PpoCuda*)p;
+  s->err = err, s->errlen = errlen;
   if (to_host) {
     if (mirror_download(s)) return -1;
-    if (env_cuda_download(s->E, env)) {
-      fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_download(s->E, env));
     return 0;
   }
   AC_NN(nn_cuda_mlp_set_params(s->actor, s->h_actor));
@@ -491,10 +491,7 @@ static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host) {
   AC_CK(cudaMemcpy(s->v, s->h_v, 4 * (size_t)s->P, cudaMemcpyHostToDevice));
   AC_CK(cudaMemcpy(s->S + D_LR, &s->h_lr, 8, cudaMemcpyHostToDevice));
   AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
-  if (env_cuda_upload(s->E, env)) {
-    fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_upload(s->E, env));
   return 0;
 }
 
@@ -505,6 +502,7 @@ static void ppo_cuda_overflow(void* p, double* contacts, double* rows) {
 
 static int ppo_cuda_act_eval(void* p, const float* obs, int n, float* act) {
   PpoCuda* s = (PpoCuda*)p;
+  s->err = NULL, s->errlen = 0;
   if (n > s->N) return -1;
   AC_CK(cudaMemcpy(s->fobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
   if (normalize(s, s->fobs, n, s->xs, 0)) return -1;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo/algo_math.h"
 #include "algo/ckpt.h"
 #include "envs/env.h"  // SIM_FN, env_rng_next / env_rng_normal
 
@@ -24,16 +25,11 @@
 #define PPO_METRICS(X)                                                                                 \
   X(M_POLICY, "loss_policy") X(M_VALUE, "loss_value") X(M_ENTROPY, "entropy") X(M_KL, "kl")            \
   X(M_LR, "learning_rate") X(M_GRADNORM, "grad_norm") X(M_CLIPFRAC, "clip_fraction") X(M_STD, "action_std")
-#define PPO_METRIC_ENUM(id, name) id,
-#define PPO_METRIC_NAME(id, name) name,
-enum { PPO_METRICS(PPO_METRIC_ENUM) M_COUNT };
-static const char* const ppo_metric_names[] = {PPO_METRICS(PPO_METRIC_NAME)};
+enum { PPO_METRICS(ALGO_METRIC_ID) M_COUNT };
+static const char* const ppo_metric_names[] = {PPO_METRICS(ALGO_METRIC_NAME)};
 
 // the k-th seed of a run (1: actor, 2: critic, 3: minibatch shuffles, 4: the per-world action streams)
-SIM_FN uint64_t ppo_seed(uint64_t seed, uint64_t k) {
-  uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * (k + 1));
-  return env_rng_next(&s);
-}
+SIM_FN uint64_t ppo_seed(uint64_t seed, uint64_t k) { return algo_seed(seed, 0xD1B54A32D192ED03ULL, k); }
 
 // log N(a; mu, exp(log_std)^2) of one sample's A actions
 SIM_FN double ppo_gauss_logp(const float* a, const float* mu, const float* log_std, int A) {

@@ -455,7 +455,7 @@ static void shac_action_targets(Shac* s) {
     shac_action_target(tg + i * A, s->mu + i * A, s->act + i * A, A, s->eta, s->beta, sz, zo, zo ? s->adv[i] : 0);
 }
 
-static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   Shac* s = (Shac*)p;
   int N = s->N, O = s->O, A = s->A, H = s->H;
   size_t HN = (size_t)H * N;

@@ -80,6 +80,8 @@ typedef struct {
   int64_t asteps;    // the actor Adam's steps (host count, for the learning-rate metric)
   int norm_started;  // the normalizer has statistics (shac.c's first-iteration update done)
   cudaEvent_t ev[4];
+  char* err;  // the message buffer of the API call in progress (its caller's; NULL: none)
+  size_t errlen;
   SHAC_CUDA_MIRROR(SHAC_FIELD)
   int64_t h_astep, h_cstep;
   double h_ncount;
@@ -362,8 +364,8 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     shac_cuda_destroy(s);
     return -1;
   }
+  s->err = err, s->errlen = errlen;
   if (mirror_download(s)) {
-    snprintf(err, errlen, "shac (cuda): cannot read the device state back");
     shac_cuda_destroy(s);
     return -1;
   }
@@ -396,7 +398,8 @@ static int rollout_grad(ShacCuda* s) {
                         cudaMemcpyDeviceToDevice, 0));
   if (s->norm && !s->norm_started) AC_NN(nn_cuda_norm_update(s->norm, env_cuda_obs(s->E), N));  // first iteration
   s->norm_started = 1;
-  if (env_cuda_constraint_evals(s->E, s->constr) || env_cuda_tape_clear(s->E)) return -1;
+  AC_ENV(env_cuda_constraint_evals(s->E, s->constr));
+  AC_ENV(env_cuda_tape_clear(s->E));
   AC_CK(cudaEventRecord(s->ev[0], 0));
   // ---- 1. rollout (tape on) ----
   const float* actor_lin_p = nn_cuda_mlp_params(s->actor_lin);
@@ -416,10 +419,7 @@ static int rollout_grad(ShacCuda* s) {
     rec.post_ctrl = s->post_u + base * nub;
     rec.next_obs = s->nxt_obs + base * O, rec.reward = s->rew + base;
     rec.terminated = s->term + base, rec.truncated = s->trunc + base;
-    if (env_cuda_step(s->E, s->act + base * A, &rec, 1)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_step(s->E, s->act + base * A, &rec, 1));
     if (s->rho > 0) {  // shac.c: the noise state of a world whose episode ended at this step restarts at 0
       k_noise_reset<<<ac_blocks(N), AC_THREADS>>>(N, A, s->term + base, s->trunc + base, s->noise);
       AC_LAUNCHED();
@@ -432,7 +432,7 @@ static int rollout_grad(ShacCuda* s) {
   k_coef<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->rew, s->term, s->trunc, s->nxt_val, s->coef_r,
                                        s->coef_v, s->dpart);
   AC_LAUNCHED();
-  if (ac_sum(s->dpart, N, 1.0, 0, M + M_ACTOR)) return -1;
+  AC_CK(ac_sum(s->dpart, N, 1.0, 0, M + M_ACTOR));
   AC_NN(nn_cuda_mlp_backward(s->targ, s->coef_v, s->dx_boot));  // rows with coef_v = 0 give 0 (and are skipped)
   if (normalize_backward(s, s->nxt_obs, s->dx_boot, (int)HN, s->dobs_boot)) return -1;
   // ---- 3. backward through time ----
@@ -448,10 +448,7 @@ static int rollout_grad(ShacCuda* s) {
     g.reward_cot = s->coef_r + base, g.value_mask = s->coef_v + base, g.next_obs_cot = s->dobs_boot + base * O;
     g.cot_qpos = s->cq, g.cot_qvel = s->cv;
     g.act_cot = s->dact, g.act_cot_norm = s->gnorm, g.nonfinite = s->nonfinite;
-    if (env_cuda_step_backward(s->E, &g)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_step_backward(s->E, &g));
     // ∇Mimic (a): per-world clip at k x the median norm over the worlds of this step
     k_median<<<1, AC_RED_THREADS>>>(s->gnorm, s->nonfinite, N, s->clip_k, M);
     AC_LAUNCHED();
@@ -466,13 +463,10 @@ static int rollout_grad(ShacCuda* s) {
       AC_LAUNCHED();
     }
     if (normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs)) return -1;
-    if (env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub, s->dobs,
-                                     s->cq, s->cv)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub,
+                                        s->dobs, s->cq, s->cv));
   }
-  if (env_cuda_constraint_evals(s->E, s->constr + 1)) return -1;
+  AC_ENV(env_cuda_constraint_evals(s->E, s->constr + 1));
   k_constr<<<1, 1>>>(M + M_CONSTR, s->constr);
   AC_LAUNCHED();
   AC_CK(cudaEventRecord(s->ev[2], 0));
@@ -488,7 +482,7 @@ static int td_advantages(ShacCuda* s) {
   k_td<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->c.algo_lambda, s->rew, s->nxt_val, s->term, s->trunc,
                                      s->tgt, s->dpart);
   AC_LAUNCHED();
-  if (ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE)) return -1;
+  AC_CK(ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE));
   if (s->beta > 0) {
     AC_NN(nn_cuda_mlp_forward(s->targ, s->nobs, (int)HN, s->adv));  // V_targ(s_t)
     k_adv<<<1, AC_RED_THREADS>>>(s->tgt, s->adv, HN, M);
@@ -507,8 +501,9 @@ static int action_targets(ShacCuda* s) {
   return 0;
 }
 
-static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = err, s->errlen = errlen;
   const int N = s->N, O = s->O, A = s->A, H = s->H;
   const long long HN = (long long)H * N;
   double* M = s->metrics;
@@ -528,7 +523,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
       AC_NN(nn_cuda_mlp_forward(s->actor, s->nobs, (int)HN, s->ybuf));
       k_reg_grad<<<ac_blocks(HN * A), AC_THREADS>>>(s->ybuf, s->gtarget, HN * A, (double)HN, s->dpart);
       AC_LAUNCHED();
-      if (k == 0 && ac_sum(s->dpart, HN * A, 1.0 / (double)HN, 0, M + M_REG)) return -1;
+      if (k == 0) AC_CK(ac_sum(s->dpart, HN * A, 1.0 / (double)HN, 0, M + M_REG));
       AC_NN(nn_cuda_mlp_backward(s->actor, s->ybuf, NULL));
       AC_NN(nn_cuda_adam_step(s->adam_a, actor_p, nn_cuda_mlp_grads(s->actor)));
       s->asteps++;
@@ -546,7 +541,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
       AC_NN(nn_cuda_mlp_forward(s->critic, ac_aligned(s->nobs + off * O, (long long)mb * O, s->cx), mb, s->cy));
       k_mse<<<ac_blocks(mb), AC_THREADS>>>(s->cy, s->tgt + off, mb, s->cdy, s->dpart);
       AC_LAUNCHED();
-      if (it == iters - 1 && ac_sum(s->dpart, mb, 1.0, b > 0, M + D_CLOSS)) return -1;  // the last pass's loss
+      if (it == iters - 1) AC_CK(ac_sum(s->dpart, mb, 1.0, b > 0, M + D_CLOSS));  // the last pass's loss
       AC_NN(nn_cuda_mlp_backward(s->critic, s->cdy, NULL));
       AC_NN(nn_cuda_adam_step(s->adam_c, cp, nn_cuda_mlp_grads(s->critic)));
     }
@@ -559,10 +554,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
   if (s->norm) AC_NN(nn_cuda_norm_update(s->norm, s->obs, (int)HN));
   AC_CK(cudaEventRecord(s->ev[3], 0));
   // ---- the logged scalars, once ----
-  if (env_cuda_stats_begin(s->E)) {
-    fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_stats_begin(s->E));
   AC_CK(cudaMemcpyAsync(s->h_metrics, M, 8 * D_NSLOT, cudaMemcpyDeviceToHost, 0));
   AC_CK(cudaStreamSynchronize(0));
   env_cuda_stats_end(s->E, env, NULL, NULL);
@@ -603,14 +595,12 @@ static int mirror_download(ShacCuda* s) {
   return 0;
 }
 
-static int shac_cuda_sync(void* p, EnvBatch* env, int to_host) {
+static int shac_cuda_sync(void* p, EnvBatch* env, int to_host, char* err, size_t errlen) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = err, s->errlen = errlen;
   if (to_host) {
     if (mirror_download(s)) return -1;
-    if (env_cuda_download(s->E, env)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_download(s->E, env));
     return 0;
   }
   AC_NN(nn_cuda_mlp_set_params(s->actor, s->h_actor));
@@ -621,10 +611,7 @@ static int shac_cuda_sync(void* p, EnvBatch* env, int to_host) {
   if (s->norm) AC_NN(nn_cuda_norm_upload(s->norm, s->h_ncount, s->h_nmean, s->h_nm2));
   AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
   if (s->h_noise) AC_CK(cudaMemcpy(s->noise, s->h_noise, 8 * (size_t)s->N * s->A, cudaMemcpyHostToDevice));
-  if (env_cuda_upload(s->E, env)) {
-    fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_upload(s->E, env));
   s->asteps = s->h_astep;
   s->norm_started = !s->norm || s->h_ncount > 0;  // shac.c: the first iteration's update where count == 0
   return 0;
@@ -638,6 +625,7 @@ static void shac_cuda_overflow(void* p, double* contacts, double* rows) {
 // deterministic action tanh(actor(norm(obs))), with the EMA parameters when ∇Mimic (c) is on
 static int shac_cuda_act_eval(void* p, const float* obs, int n, float* act) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = NULL, s->errlen = 0;
   if (n > s->N) return -1;
   AC_CK(cudaMemcpy(s->dobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
   if (normalize(s, s->dobs, n, s->xs)) return -1;
@@ -649,6 +637,7 @@ static int shac_cuda_act_eval(void* p, const float* obs, int n, float* act) {
 
 extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss, float* grad, float* action_grad) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = NULL, s->errlen = 0;
   (void)env;
   if (rollout_grad(s)) return -1;
   AC_CK(cudaMemcpy(s->h_metrics, s->metrics, 8 * D_NSLOT, cudaMemcpyDeviceToHost));
@@ -664,6 +653,7 @@ extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss,
 extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv, double* adv_abs_mean);
 extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv, double* adv_abs_mean) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = NULL, s->errlen = 0;
   if (!s->regress) return -1;
   if (td_advantages(s) || action_targets(s)) return -1;
   const size_t HN = (size_t)s->H * s->N;

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "algo/algo_math.h"
 #include "algo/ckpt.h"
 #include "envs/env.h"  // SIM_FN, env_rng_next / env_rng_normal
 
@@ -24,16 +25,11 @@
   X(M_LR, "learning_rate") X(M_VALUE, "value_mean") X(M_AGMED, "action_grad_median")                   \
   X(M_AGCLIP, "action_grad_clip_fraction") X(M_REG, "loss_regression") X(M_NONFINITE, "nonfinite_grads") \
   X(M_CONSTR, "constraint_evals") X(M_ADV, "advantage_abs_mean")
-#define SHAC_METRIC_ENUM(id, name) id,
-#define SHAC_METRIC_NAME(id, name) name,
-enum { SHAC_METRICS(SHAC_METRIC_ENUM) M_COUNT };
-static const char* const shac_metric_names[] = {SHAC_METRICS(SHAC_METRIC_NAME)};
+enum { SHAC_METRICS(ALGO_METRIC_ID) M_COUNT };
+static const char* const shac_metric_names[] = {SHAC_METRICS(ALGO_METRIC_NAME)};
 
 // the k-th seed of a run (1: actor, 2: critic, 4: the per-world noise streams)
-SIM_FN uint64_t shac_seed(uint64_t seed, uint64_t k) {
-  uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
-  return env_rng_next(&s);
-}
+SIM_FN uint64_t shac_seed(uint64_t seed, uint64_t k) { return algo_seed(seed, 0xA24BAED4963EE407ULL, k); }
 
 // One world's actions (step 1): mu = tanh(z), a = tanh(z + sigma eps), eps ~ N(0, 1) from the world's stream.
 // With a noise state (shac.noise_correlation = rho > 0; NULL otherwise) eps is replaced by the AR(1) state

@@ -59,6 +59,7 @@ struct EnvCuda {
   EnvDev E;
   void* block;               // the device allocation of E's arrays
   EnvCudaStats* stats_host;  // pinned
+  char err[512];             // the message of the last failed call (env_cuda_last_error)
 };
 
 #endif
