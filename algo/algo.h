@@ -36,8 +36,9 @@ typedef struct AlgoOps {
   const char* name;
   int (*create)(void** out, const Cfg* c, EnvBatch* env, char* err, size_t errlen);
   void (*destroy)(void* s);
-  // One iteration; metrics (n_metrics values, names below) and times are filled. Returns 0 or an error code.
-  int (*iterate)(void* s, EnvBatch* env, double* metrics, AlgoTimes* times);
+  // One iteration; metrics (n_metrics values, names below) and times are filled. Returns 0, or an error code
+  // with a message in err (errlen bytes, the caller's).
+  int (*iterate)(void* s, EnvBatch* env, double* metrics, AlgoTimes* times, char* err, size_t errlen);
   int (*state)(void* s, CkTensor* t, int max, int policy_only);  // returns the count
   // Deterministic actions for evaluation: obs (n, obs_dim) -> act (n, act_dim); n <= env.num_envs at create.
   int (*act_eval)(void* s, const float* obs, int n, float* act);
@@ -46,7 +47,7 @@ typedef struct AlgoOps {
   // device backends only (NULL on the CPU): sync copies the whole run state between the device and the host
   // mirror (env's arrays and the arrays `state` names): to_host 1 before a checkpoint, 0 before the first
   // iteration (after a resume's read); overflow gives the contacts / constraint rows dropped so far, all worlds.
-  int (*sync)(void* s, EnvBatch* env, int to_host);
+  int (*sync)(void* s, EnvBatch* env, int to_host, char* err, size_t errlen);
   void (*overflow)(void* s, double* contacts, double* rows);
 } AlgoOps;
 

@@ -1,5 +1,5 @@
 // algo_cuda_util.cuh: small device helpers shared by the CUDA algorithms (shac_cuda.cu, ppo_cuda.cu): error
-// checks, deterministic reductions (fixed grid, fixed tree: the sum of the same inputs is the same bits on every
+// checks (no prints: the message goes to the caller's buffer), deterministic reductions (fixed grid, fixed tree: the sum of the same inputs is the same bits on every
 // run), the k-th smallest of non-negative floats, aligned views for nn_cuda, event timing. Everything runs on
 // the legacy default stream, in order with the engine (sim_cuda) and nn_cuda work.
 #ifndef ADJ_ALGO_ALGO_CUDA_UTIL_CUH
@@ -9,26 +9,32 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/cuda_check.cuh"
+
 #define AC_THREADS 256       // threads per block of the elementwise kernels
 #define AC_RED_THREADS 1024  // the one block of the reductions
 
-// error check inside a function returning int: prints the failing call once and returns -1
-#define AC_CK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return -1;                                                                             \
-    }                                                                                        \
+// Checks inside an algorithm's functions returning int, with `s` the algorithm: a failure is recorded in the
+// message buffer of the API call in progress (s->err, s->errlen: the caller's, bound at each entry point;
+// NULL: code only) and -1 returned. AC_CK: CUDA calls (the one check, common/cuda_check.cuh); AC_NN: nn_cuda
+// calls (their codes); AC_ENV: env_cuda calls (their message).
+#define AC_CK(call) ADJ_CUDA_CHECK(call, s->err, s->errlen, -1)
+#define AC_NN(call)                                                                                      \
+  do {                                                                                                   \
+    int r_ = (call);                                                                                     \
+    if (r_) {                                                                                            \
+      if (s->err && s->errlen)                                                                           \
+        snprintf(s->err, s->errlen, "%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, nn_strerror(r_),    \
+                 cudaGetErrorString(cudaGetLastError()));                                                \
+      return -1;                                                                                         \
+    }                                                                                                    \
   } while (0)
-#define AC_NN(call)                                                                       \
-  do {                                                                                    \
-    int r_ = (call);                                                                      \
-    if (r_) {                                                                             \
-      fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, nn_strerror(r_), \
-              cudaGetErrorString(cudaGetLastError()));                                    \
-      return -1;                                                                          \
-    }                                                                                     \
+#define AC_ENV(call)                                                                                   \
+  do {                                                                                                 \
+    if (call) {                                                                                        \
+      if (s->err && s->errlen) snprintf(s->err, s->errlen, "%s: %s", #call, env_cuda_last_error(s->E)); \
+      return -1;                                                                                       \
+    }                                                                                                  \
   } while (0)
 #define AC_LAUNCHED() AC_CK(cudaGetLastError())
 
@@ -56,9 +62,9 @@ static __global__ void ac_k_sum(const double* __restrict__ x, long long n, doubl
   s = ac_block_sum(s, sh);
   if (threadIdx.x == 0) *out = (accumulate ? *out : 0.0) + scale * s;
 }
-static inline int ac_sum(const double* x, long long n, double scale, int accumulate, double* out) {
+static inline cudaError_t ac_sum(const double* x, long long n, double scale, int accumulate, double* out) {
   ac_k_sum<<<1, AC_RED_THREADS>>>(x, n, scale, accumulate, out);
-  return cudaGetLastError() == cudaSuccess ? 0 : -1;
+  return cudaGetLastError();
 }
 
 // the k-th smallest (0-based) of n non-negative floats, in the block's threads: the largest bit pattern r with

@@ -5,6 +5,7 @@
 // on the KL divergence (lr /= 1.5 when KL > 2 * desired, *= 1.5 when KL < desired / 2, within [1e-5, 1e-2]).
 // Time-outs bootstrap: r += gamma * V(final observation). It needs no simulator gradient.
 //
+// The per-sample formulas are algo/ppo_math.h's (shared with ppo_cuda.cu); this file holds the CPU loops.
 // Buffers are time-major, world-minor: (horizon, num_envs, ...). Everything runs in float32 except the
 // per-sample loss terms (double). Deterministic: fixed seeds, sequential loops, no threads.
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/ppo_math.h"
 #include "nn/nn.h"
 
 typedef struct {
@@ -37,15 +39,6 @@ typedef struct {
   double* gls;   // (A) log-std gradient accumulator
   float* gls_f;  // (A)
 } Ppo;
-
-static const char* const kMetrics[] = {"loss_policy", "loss_value", "entropy", "kl",
-                                       "learning_rate", "grad_norm", "clip_fraction", "action_std"};
-enum { M_POLICY, M_VALUE, M_ENTROPY, M_KL, M_LR, M_GRADNORM, M_CLIPFRAC, M_STD, M_COUNT };
-
-static uint64_t mix(uint64_t seed, uint64_t k) {
-  uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * (k + 1));
-  return env_rng_next(&s);
-}
 
 static void ppo_destroy(void* p) {
   Ppo* s = (Ppo*)p;
@@ -93,8 +86,8 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
     return -1;
   }
   uint64_t seed = (uint64_t)c->run_seed;
-  nn_mlp_init(s->actor, mix(seed, 1));
-  nn_mlp_init(s->critic, mix(seed, 2));
+  nn_mlp_init(s->actor, ppo_seed(seed, 1));
+  nn_mlp_init(s->critic, ppo_seed(seed, 2));
   s->na = nn_mlp_param_count(s->actor), s->nc = nn_mlp_param_count(s->critic);
   int64_t P = s->na + s->nc + s->A;
   size_t TN = (size_t)batch;
@@ -134,8 +127,8 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   }
   for (int j = 0; j < A; j++) s->log_std[j] = (float)log(c->policy_init_noise_std);
   s->lr = c->ppo_learning_rate;
-  s->rng = mix(seed, 3);
-  for (int w = 0; w < s->N; w++) s->act_rng[w] = mix(mix(seed, 4), (uint64_t)w);
+  s->rng = ppo_seed(seed, 3);
+  for (int w = 0; w < s->N; w++) s->act_rng[w] = ppo_seed(ppo_seed(seed, 4), (uint64_t)w);
   *out = s;
   return 0;
 }
@@ -150,28 +143,11 @@ static void normalize(Ppo* s, const float* x, int n, float* y, int update) {
   nn_norm_apply(s->norm, x, n, y);
 }
 
-static const double kLog2Pi = 1.8378770664093453;
-
-static double gauss_logp(const float* a, const float* mu, const float* log_std, int A) {
-  double lp = 0;
-  for (int j = 0; j < A; j++) {
-    double sd = exp((double)log_std[j]), z = ((double)a[j] - (double)mu[j]) / sd;
-    lp += -0.5 * z * z - (double)log_std[j] - 0.5 * kLog2Pi;
-  }
-  return lp;
-}
-
 // Adam (PyTorch semantics) over one segment
 static void adam_segment(float* p, const float* g, float* m, float* v, int64_t n, double lr, double bc1, double bc2,
                          float scale) {
-  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   float step = (float)(lr / bc1), sbc2 = (float)sqrt(bc2);
-  for (int64_t i = 0; i < n; i++) {
-    float gi = g[i] * scale;
-    m[i] = b1 * m[i] + (1 - b1) * gi;
-    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-    p[i] -= step * m[i] / (sqrtf(v[i]) / sbc2 + eps);
-  }
+  for (int64_t i = 0; i < n; i++) ppo_adam(&p[i], g[i], &m[i], &v[i], step, sbc2, scale);
 }
 
 typedef struct {
@@ -188,57 +164,24 @@ static MbLoss ppo_minibatch(Ppo* s, const int* idx, int mb) {
   for (int k = 0; k < mb; k++) memcpy(s->bobs + (size_t)k * O, s->obs + (size_t)idx[k] * O, sizeof(float) * O);
   nn_mlp_forward(s->actor, s->bobs, mb, s->bmu);
   nn_mlp_forward(s->critic, s->bobs, mb, s->bval);
-  double kl = 0, lsurr = 0, lval = 0, clipped = 0;
+  PpoLossSums S = {0, 0, 0, 0};
   for (int j = 0; j < A; j++) gls[j] = 0;
   for (int k = 0; k < mb; k++) {
     size_t i = (size_t)idx[k];
-    const float* a = s->act + i * A;
-    const float* muo = s->mu + i * A;
-    const float* mun = s->bmu + (size_t)k * A;
-    double lp = gauss_logp(a, mun, s->log_std, A);
-    for (int j = 0; j < A; j++) {
-      double so = exp((double)s->log_std_old[j]), sn = exp((double)s->log_std[j]);
-      double dm = (double)muo[j] - (double)mun[j];
-      kl += log(sn / so) + (so * so + dm * dm) / (2 * sn * sn) - 0.5;
-    }
-    double r = exp(lp - (double)s->logp[i]), adv = s->adv[i];
-    double rc = r < 1 - clip ? 1 - clip : (r > 1 + clip ? 1 + clip : r);
-    double s1 = -adv * r, s2 = -adv * rc;
-    lsurr += s1 > s2 ? s1 : s2;
-    clipped += fabs(r - 1) > clip;
-    double dl_dr = (s1 >= s2) ? -adv : (r > 1 - clip && r < 1 + clip ? -adv : 0);
-    double dl_dlp = dl_dr * r / mb;
-    for (int j = 0; j < A; j++) {
-      double sd2 = exp(2 * (double)s->log_std[j]), z = (double)a[j] - (double)mun[j];
-      s->dmu[(size_t)k * A + j] = (float)(dl_dlp * z / sd2);
-      gls[j] += dl_dlp * (z * z / sd2 - 1);
-    }
-    // value loss
-    double v = s->bval[k], vo = s->val[i], R = s->ret[i], dv;
-    if (s->c.ppo_clip_value_loss) {
-      double dvc = v - vo;
-      int inside = dvc > -clip && dvc < clip;
-      double vc = vo + (dvc < -clip ? -clip : (dvc > clip ? clip : dvc));
-      double l1 = (v - R) * (v - R), l2 = (vc - R) * (vc - R);
-      lval += l1 > l2 ? l1 : l2;
-      dv = l1 >= l2 ? 2 * (v - R) : (inside ? 2 * (vc - R) : 0);
-    } else {
-      lval += (v - R) * (v - R);
-      dv = 2 * (v - R);
-    }
-    s->dval[k] = (float)(vcoef * dv / mb);
+    ppo_sample_loss(s->act + i * A, s->mu + i * A, s->bmu + (size_t)k * A, s->logp[i], s->adv[i], s->val[i],
+                    s->ret[i], s->bval[k], s->log_std, s->log_std_old, A, mb, clip, vcoef,
+                    (int)s->c.ppo_clip_value_loss, &S, gls, 1, s->dmu + (size_t)k * A, &s->dval[k]);
   }
-  kl /= mb, lsurr /= mb, lval /= mb;
-  double entropy = 0;
-  for (int j = 0; j < A; j++) entropy += 0.5 + 0.5 * kLog2Pi + (double)s->log_std[j];
-  for (int j = 0; j < A; j++) s->gls_f[j] = (float)(gls[j] - ent_coef);
+  double kl = S.kl / mb, lsurr = S.surr / mb, lval = S.value / mb, clipped = S.clipped;
+  double entropy = ppo_entropy(s->log_std, A);
+  for (int j = 0; j < A; j++) s->gls_f[j] = ppo_log_std_grad(gls[j], ent_coef);
   MbLoss L;
   L.surr = lsurr, L.value = lval, L.entropy = entropy, L.kl = kl, L.clip_frac = clipped / mb;
   L.loss = lsurr + vcoef * lval - ent_coef * entropy;
   return L;
 }
 
-static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   Ppo* s = (Ppo*)p;
   int N = s->N, O = s->O, A = s->A, T = s->T;
   double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
@@ -257,12 +200,8 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
     normalize(s, env->obs, N, ob, 1);
     nn_mlp_infer(s->actor, actor_p, ob, N, mu);
     nn_mlp_infer(s->critic, critic_p, ob, N, s->val + base);
-    for (int w = 0; w < N; w++) {
-      for (int j = 0; j < A; j++)
-        ac[(size_t)w * A + j] =
-            mu[(size_t)w * A + j] + (float)(exp((double)s->log_std[j]) * env_rng_normal(&s->act_rng[w]));
-      s->logp[base + w] = (float)gauss_logp(ac + (size_t)w * A, mu + (size_t)w * A, s->log_std, A);
-    }
+    for (int w = 0; w < N; w++)
+      ppo_act(mu + (size_t)w * A, s->log_std, A, &s->act_rng[w], ac + (size_t)w * A, &s->logp[base + w]);
     tm->networks += algo_now() - t0;
     t0 = algo_now();
     env_step(env, ac);
@@ -278,7 +217,7 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
       normalize(s, s->fobs, ntrunc, s->bobs, 0);
       nn_mlp_infer(s->critic, critic_p, s->bobs, ntrunc, s->bval);
       for (int w = 0, k = 0; w < N; w++)
-        if (env->truncated[w]) s->rew[base + w] += (float)(gamma * (double)s->bval[k++]);
+        if (env->truncated[w]) ppo_bootstrap(&s->rew[base + w], gamma, s->bval[k++]);
     }
     tm->networks += algo_now() - t0;
   }
@@ -287,25 +226,14 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   t0 = algo_now();
   normalize(s, env->obs, N, s->nobs, 0);
   nn_mlp_infer(s->critic, critic_p, s->nobs, N, s->tmp);
-  for (int w = 0; w < N; w++) {
-    double a = 0, next_v = s->tmp[w];
-    for (int t = T - 1; t >= 0; t--) {
-      size_t i = (size_t)t * N + w;
-      double nonterm = s->done[i] ? 0.0 : 1.0;
-      double delta = (double)s->rew[i] + gamma * next_v * nonterm - (double)s->val[i];
-      a = delta + gamma * lam * nonterm * a;
-      s->adv[i] = (float)a;
-      s->ret[i] = (float)(a + (double)s->val[i]);
-      next_v = s->val[i];
-    }
-  }
+  for (int w = 0; w < N; w++) ppo_gae(w, N, T, gamma, lam, s->tmp[w], s->rew, s->val, s->done, s->adv, s->ret);
   size_t TN = (size_t)T * N;
   double mean = 0, var = 0;
   for (size_t i = 0; i < TN; i++) mean += s->adv[i];
   mean /= (double)TN;
-  for (size_t i = 0; i < TN; i++) var += ((double)s->adv[i] - mean) * ((double)s->adv[i] - mean);
-  double sd = TN > 1 ? sqrt(var / (double)(TN - 1)) : 0;
-  for (size_t i = 0; i < TN; i++) s->adv[i] = (float)(((double)s->adv[i] - mean) / (sd + 1e-8));
+  for (size_t i = 0; i < TN; i++) var += ppo_adv_sq_dev(s->adv[i], mean);
+  double sd = ppo_adv_std(var, (long long)TN);
+  for (size_t i = 0; i < TN; i++) s->adv[i] = ppo_adv_norm(s->adv[i], mean, sd);
   tm->networks += algo_now() - t0;
 
   // ---- update ----
@@ -317,22 +245,14 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   float* gls_f = s->gls_f;
   for (int ep = 0; ep < s->epochs; ep++) {
     t0 = algo_now();
-    for (size_t i = 0; i < TN; i++) s->perm[i] = (int)i;
-    for (size_t i = TN - 1; i > 0; i--) {  // Fisher-Yates
-      size_t j = (size_t)(env_rng_next(&s->rng) % (uint64_t)(i + 1));
-      int x = s->perm[i];
-      s->perm[i] = s->perm[j], s->perm[j] = x;
-    }
+    ppo_permutation(s->perm, TN, &s->rng);
     tm->networks += algo_now() - t0;
     for (int b = 0; b < s->nmb; b++) {
       t0 = algo_now();
       const int* idx = s->perm + (size_t)b * mb;
       MbLoss L = ppo_minibatch(s, idx, mb);
       double kl = L.kl;
-      if (adaptive) {
-        if (kl > 2 * s->c.ppo_desired_kl) s->lr = fmax(1e-5, s->lr / 1.5);
-        else if (kl < s->c.ppo_desired_kl / 2 && kl > 0) s->lr = fmin(1e-2, s->lr * 1.5);
-      }
+      if (adaptive) s->lr = ppo_adapt_lr(s->lr, kl, s->c.ppo_desired_kl);
       tm->networks += algo_now() - t0;
       t0 = algo_now();
       nn_mlp_backward(s->actor, s->dmu, NULL);
@@ -345,9 +265,10 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
       for (int64_t i = 0; i < s->nc; i++) n2 += (double)gc[i] * gc[i];
       for (int j = 0; j < A; j++) n2 += (double)gls_f[j] * gls_f[j];
       double gn = sqrt(n2), maxn = s->c.algo_max_grad_norm;
-      float scale = (maxn > 0 && gn > maxn) ? (float)(maxn / (gn + 1e-6)) : 1.0f;
+      float scale = ppo_clip_scale(gn, maxn);
       s->adam_step++;
-      double bc1 = 1 - pow(0.9, (double)s->adam_step), bc2 = 1 - pow(0.999, (double)s->adam_step);
+      double bc1, bc2;
+      ppo_adam_bias(s->adam_step, &bc1, &bc2);
       adam_segment(actor_p, ga, s->m, s->v, s->na, s->lr, bc1, bc2, scale);
       adam_segment(critic_p, gc, s->m + s->na, s->v + s->na, s->nc, s->lr, bc1, bc2, scale);
       adam_segment(s->log_std, gls_f, s->m + s->na + s->nc, s->v + s->na + s->nc, A, s->lr, bc1, bc2, scale);
@@ -359,34 +280,24 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
   }
   for (int k = 0; k < M_COUNT; k++) metrics[k] = sum[k] / (nupd ? nupd : 1);
   metrics[M_LR] = s->lr;
-  double sd_mean = 0;
-  for (int j = 0; j < A; j++) sd_mean += exp((double)s->log_std[j]);
-  metrics[M_STD] = sd_mean / A;
+  metrics[M_STD] = ppo_action_std(s->log_std, A);
   return 0;
 }
 
 static int ppo_state(void* p, CkTensor* t, int max, int policy_only) {
   Ppo* s = (Ppo*)p;
-  int n = 0;
-  n = ckpt_add(t, n, max, "ppo/actor", CK_F32, nn_mlp_params(s->actor), s->na, 0);
-  n = ckpt_add(t, n, max, "ppo/critic", CK_F32, nn_mlp_params(s->critic), s->nc, 0);
-  n = ckpt_add(t, n, max, "ppo/log_std", CK_F32, s->log_std, s->A, 0);
+  PpoStateRefs r;
+  memset(&r, 0, sizeof(r));
+  r.na = s->na, r.nc = s->nc, r.A = s->A, r.O = s->O, r.N = s->N, r.P = s->na + s->nc + s->A;
+  r.actor = nn_mlp_params(s->actor), r.critic = nn_mlp_params(s->critic), r.log_std = s->log_std;
   if (s->norm) {
-    NnTensorRef r[3];
-    nn_norm_state(s->norm, r, 3);
-    n = ckpt_add(t, n, max, "ppo/obs_norm/count", CK_F64, r[0].data, 1, 0);
-    n = ckpt_add(t, n, max, "ppo/obs_norm/mean", CK_F64, r[1].data, s->O, 0);
-    n = ckpt_add(t, n, max, "ppo/obs_norm/m2", CK_F64, r[2].data, s->O, 0);
+    NnTensorRef nr[3];
+    nn_norm_state(s->norm, nr, 3);
+    r.norm_count = (double*)nr[0].data, r.norm_mean = (double*)nr[1].data, r.norm_m2 = (double*)nr[2].data;
   }
-  if (policy_only) return n;
-  int64_t P = s->na + s->nc + s->A;
-  n = ckpt_add(t, n, max, "ppo/adam/m", CK_F32, s->m, P, 0);
-  n = ckpt_add(t, n, max, "ppo/adam/v", CK_F32, s->v, P, 0);
-  n = ckpt_add(t, n, max, "ppo/adam/step", CK_I64, &s->adam_step, 1, 0);
-  n = ckpt_add(t, n, max, "ppo/learning_rate", CK_F64, &s->lr, 1, 0);
-  n = ckpt_add(t, n, max, "ppo/rng", CK_I64, &s->rng, 1, 0);
-  n = ckpt_add(t, n, max, "ppo/action_rng", CK_I64, s->act_rng, s->N, 0);
-  return n;
+  r.adam_m = s->m, r.adam_v = s->v, r.adam_step = &s->adam_step, r.lr = &s->lr, r.rng = &s->rng;
+  r.act_rng = s->act_rng;
+  return ppo_state_add(&r, t, max, policy_only);
 }
 
 static int ppo_act_eval(void* p, const float* obs, int n, float* act) {
@@ -396,5 +307,5 @@ static int ppo_act_eval(void* p, const float* obs, int n, float* act) {
   return nn_mlp_infer(s->actor, nn_mlp_params(s->actor), s->nobs, n, act);
 }
 
-const AlgoOps algo_ppo = {"ppo", ppo_create, ppo_destroy, ppo_iterate, ppo_state, ppo_act_eval, kMetrics, M_COUNT,
-                          NULL, NULL};
+const AlgoOps algo_ppo = {"ppo",        ppo_create,       ppo_destroy, ppo_iterate, ppo_state, ppo_act_eval,
+                          ppo_metric_names, M_COUNT, NULL, NULL};

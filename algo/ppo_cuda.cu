@@ -1,5 +1,5 @@
 // ppo_cuda.cu: PPO on the CUDA backend (algo_cuda.h); the algorithm of ppo.c (see its header), step for step,
-// as device operations on the legacy default stream:
+// with its per-sample formulas (algo/ppo_math.h), as device operations on the legacy default stream:
 //  rollout: per control step the normalizer update and apply, actor and critic inference, k_act (Gaussian
 //    action and log-probability per world stream), the fused env step (envs/env_cuda.h), time-out bootstrap
 //    (critic on the pre-reset observations, added where truncated);
@@ -17,18 +17,32 @@
 
 #include "algo/algo_cuda.h"
 #include "algo/algo_cuda_util.cuh"
+#include "algo/ppo_math.h"
 #include "envs/env_cuda.h"
 #include "nn/nn_cuda.h"
 
-// clang-format off
-static const char* const kMetrics[] = {"loss_policy", "loss_value", "entropy", "kl",
-                                       "learning_rate", "grad_norm", "clip_fraction", "action_std"};
-// clang-format on
-enum { M_POLICY, M_VALUE, M_ENTROPY, M_KL, M_LR, M_GRADNORM, M_CLIPFRAC, M_STD, M_COUNT };
 // device scalars beyond the metric sums
 enum { D_LR = M_COUNT, D_MEAN, D_VAR, D_GN, D_NSLOT };
 #define PPO_SUMSQ_BLOCKS 256
-#define PPO_LOG2PI 1.8378770664093453
+
+// The device buffers, one allocation in this order, as X(name, type, count) (counts: expressions of create's
+// locals); time-major (T, N, ...) rollout arrays as ppo.c's
+#define PPO_CUDA_BUFFERS(X)                                                                          \
+  X(act_rng, uint64_t, n)                                           /* per-world action streams */   \
+  X(log_std, float, a) X(log_std_old, float, a) X(m, float, P) X(v, float, P) /* Adam: (P) */        \
+  X(obs, float, TN * o) X(act, float, TN * a) X(mu, float, TN * a) X(logp, float, TN)                \
+  X(val, float, TN) X(rew, float, TN) X(ret, float, TN) X(adv, float, TN)                            \
+  X(done, uint8_t, TN) X(term, uint8_t, n) X(trunc, uint8_t, n)                                      \
+  X(fobs, float, n * o) X(bnobs, float, n * o) X(bvalN, float, n) X(xs, float, n * o)                \
+  X(yN, float, n * a)                                               /* aligned inference output */   \
+  X(bobs, float, mb * o) X(bmu, float, mb * a) X(bval, float, mb) X(dmu, float, mb * a)              \
+  X(dval, float, mb) X(gls_f, float, a)                             /* minibatch */                  \
+  X(perm, int, (size_t)s->epochs * TN)                              /* the iteration's epochs */     \
+  X(part, double, part) X(sq, double, PPO_SUMSQ_BLOCKS) X(S, double, D_NSLOT)
+#define PPO_CUDA_MIRROR(X)                                                                    \
+  X(h_actor, float, na) X(h_critic, float, nc) X(h_logstd, float, a) X(h_m, float, P)         \
+  X(h_v, float, P) X(h_nmean, double, o) X(h_nm2, double, o) X(h_rng, uint64_t, n)
+#define PPO_FIELD(name, type, count) type* name;
 
 typedef struct {
   Cfg c;
@@ -41,48 +55,23 @@ typedef struct {
   uint64_t rng;       // minibatch shuffles (host: the permutation needs no device value)
   int* h_perm;        // pinned (epochs, T N)
   cudaEvent_t ev[4];
-  // host mirror (checkpoints)
-  float *h_actor, *h_critic, *h_logstd, *h_m, *h_v;
-  double h_lr, h_ncount, *h_nmean, *h_nm2;
-  uint64_t* h_rng;
+  char* err;  // the message buffer of the API call in progress (its caller's; NULL: none)
+  size_t errlen;
+  PPO_CUDA_MIRROR(PPO_FIELD)  // host mirror (checkpoints)
+  double h_lr, h_ncount;
   double* h_metrics;  // pinned (D_NSLOT + A)
-  // device
-  void* block;
-  uint64_t* act_rng;                                     // (N)
-  float *log_std, *log_std_old, *m, *v;                  // (A), (A), (P), (P)
-  float *obs, *act, *mu, *logp, *val, *rew, *ret, *adv;  // (T, N, ...)
-  uint8_t *done, *term, *trunc;                          // (T N), (N), (N)
-  float *fobs, *bnobs, *bvalN, *xs, *yN;                 // (N, O), (N, O), (N), (N, O), (N, max(A, 1))
-  float *bobs, *bmu, *bval, *dmu, *dval, *gls_f;         // (mb, ...), gls_f (A)
-  int* perm;                                             // (epochs, T N)
-  double *part, *sq;                                     // (max((4 + A) mb, T N)), (PPO_SUMSQ_BLOCKS)
-  double* S;                                             // (D_NSLOT)
+  void* block;        // the device buffers
+  PPO_CUDA_BUFFERS(PPO_FIELD)
 } PpoCuda;
 
-static uint64_t mix(uint64_t seed, uint64_t k) {  // ppo.c's
-  uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * (k + 1));
-  return env_rng_next(&s);
-}
-
 // ---- kernels ----
-static __device__ double gauss_logp(const float* a, const float* mu, const float* log_std, int A) {
-  double lp = 0;
-  for (int j = 0; j < A; j++) {
-    double sd = exp((double)log_std[j]), z = ((double)a[j] - (double)mu[j]) / sd;
-    lp += -0.5 * z * z - (double)log_std[j] - 0.5 * PPO_LOG2PI;
-  }
-  return lp;
-}
-
+// one world's Gaussian action and its log-probability (ppo_act)
 static __global__ void k_act(const float* __restrict__ mu, const float* __restrict__ log_std, int N, int A,
                              uint64_t* rng, float* act, float* logp) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   uint64_t r = rng[w];
-  const float* m = mu + (size_t)w * A;
-  float* a = act + (size_t)w * A;
-  for (int j = 0; j < A; j++) a[j] = m[j] + (float)(exp((double)log_std[j]) * env_rng_normal(&r));
-  logp[w] = (float)gauss_logp(a, m, log_std, A);
+  ppo_act(mu + (size_t)w * A, log_std, A, &r, act + (size_t)w * A, &logp[w]);
   rng[w] = r;
 }
 
@@ -92,39 +81,28 @@ static __global__ void k_boot(int N, double gamma, const uint8_t* __restrict__ t
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   done[w] = term[w] | trunc[w];
-  if (trunc[w]) rew[w] += (float)(gamma * (double)bval[w]);
+  if (trunc[w]) ppo_bootstrap(&rew[w], gamma, bval[w]);
 }
 
+// GAE(lambda) per world (ppo_gae)
 static __global__ void k_gae(int N, int T, double gamma, double lam, const float* __restrict__ last_v,
                              const float* __restrict__ rew, const float* __restrict__ val,
                              const uint8_t* __restrict__ done, float* adv, float* ret) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
-  if (w >= N) return;
-  double a = 0, next_v = last_v[w];
-  for (int t = T - 1; t >= 0; t--) {
-    size_t i = (size_t)t * N + w;
-    double nonterm = done[i] ? 0.0 : 1.0;
-    double delta = (double)rew[i] + gamma * next_v * nonterm - (double)val[i];
-    a = delta + gamma * lam * nonterm * a;
-    adv[i] = (float)a;
-    ret[i] = (float)(a + (double)val[i]);
-    next_v = val[i];
-  }
+  if (w < N) ppo_gae(w, N, T, gamma, lam, last_v[w], rew, val, done, adv, ret);
 }
 
 static __global__ void k_to_double(const float* __restrict__ x, long long n, const double* __restrict__ center,
                                    double* out) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  double d = (double)x[i] - (center ? *center : 0.0);
-  out[i] = center ? d * d : d;
+  out[i] = center ? ppo_adv_sq_dev(x[i], *center) : (double)x[i];
 }
 
 static __global__ void k_advnorm(float* adv, long long n, const double* __restrict__ S) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  double mean = S[D_MEAN], sd = n > 1 ? sqrt(S[D_VAR] / (double)(n - 1)) : 0;
-  adv[i] = (float)(((double)adv[i] - mean) / (sd + 1e-8));
+  adv[i] = ppo_adv_norm(adv[i], S[D_MEAN], ppo_adv_std(S[D_VAR], n));
 }
 
 static __global__ void k_gather(const float* __restrict__ x, const int* __restrict__ idx, int mb, int O, float* out) {
@@ -134,8 +112,8 @@ static __global__ void k_gather(const float* __restrict__ x, const int* __restri
   out[t] = x[(size_t)idx[k] * O + j];
 }
 
-// per sample of the minibatch: the PPO loss terms (float64 partials, rows q = 0 kl, 1 surrogate, 2 clipped,
-// 3 value, 4 + j log-std gradient) and the cotangents of the network outputs
+// per sample of the minibatch (ppo_sample_loss): the PPO loss terms as float64 partials (rows q = 0 kl,
+// 1 surrogate, 2 clipped, 3 value, 4 + j log-std gradient) and the cotangents of the network outputs
 static __global__ void k_loss(const int* __restrict__ idx, int mb, int A, const float* __restrict__ act,
                               const float* __restrict__ mu_old, const float* __restrict__ logp_old,
                               const float* __restrict__ adv_, const float* __restrict__ val_old,
@@ -146,42 +124,14 @@ static __global__ void k_loss(const int* __restrict__ idx, int mb, int A, const 
   int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= mb) return;
   size_t i = (size_t)idx[k];
-  const float* a = act + i * A;
-  const float* muo = mu_old + i * A;
-  const float* mun = bmu + (size_t)k * A;
-  double lp = gauss_logp(a, mun, log_std, A), kl = 0;
-  for (int j = 0; j < A; j++) {
-    double so = exp((double)log_std_old[j]), sn = exp((double)log_std[j]);
-    double dm = (double)muo[j] - (double)mun[j];
-    kl += log(sn / so) + (so * so + dm * dm) / (2 * sn * sn) - 0.5;
-  }
-  double r = exp(lp - (double)logp_old[i]), adv = adv_[i];
-  double rc = r < 1 - clip ? 1 - clip : (r > 1 + clip ? 1 + clip : r);
-  double s1 = -adv * r, s2 = -adv * rc;
-  part[k] = kl;
-  part[(size_t)mb + k] = s1 > s2 ? s1 : s2;
-  part[2 * (size_t)mb + k] = fabs(r - 1) > clip;
-  double dl_dr = (s1 >= s2) ? -adv : (r > 1 - clip && r < 1 + clip ? -adv : 0);
-  double dl_dlp = dl_dr * r / mb;
-  for (int j = 0; j < A; j++) {
-    double sd2 = exp(2 * (double)log_std[j]), z = (double)a[j] - (double)mun[j];
-    dmu[(size_t)k * A + j] = (float)(dl_dlp * z / sd2);
-    part[(size_t)(4 + j) * mb + k] = dl_dlp * (z * z / sd2 - 1);
-  }
-  double v = bval[k], vo = val_old[i], R = ret_[i], dv, lv;
-  if (clip_value) {
-    double dvc = v - vo;
-    int inside = dvc > -clip && dvc < clip;
-    double vc = vo + (dvc < -clip ? -clip : (dvc > clip ? clip : dvc));
-    double l1 = (v - R) * (v - R), l2 = (vc - R) * (vc - R);
-    lv = l1 > l2 ? l1 : l2;
-    dv = l1 >= l2 ? 2 * (v - R) : (inside ? 2 * (vc - R) : 0);
-  } else {
-    lv = (v - R) * (v - R);
-    dv = 2 * (v - R);
-  }
-  part[3 * (size_t)mb + k] = lv;
-  dval[k] = (float)(vcoef * dv / mb);
+  PpoLossSums L = {0, 0, 0, 0};
+  double* gls = part + (size_t)4 * mb + k;
+  for (int j = 0; j < A; j++) gls[(size_t)j * mb] = 0;
+  ppo_sample_loss(act + i * A, mu_old + i * A, bmu + (size_t)k * A, logp_old[i], adv_[i], val_old[i], ret_[i],
+                  bval[k], log_std, log_std_old, A, mb, clip, vcoef, clip_value, &L, gls, (size_t)mb,
+                  dmu + (size_t)k * A, &dval[k]);
+  part[k] = L.kl, part[(size_t)mb + k] = L.surr, part[2 * (size_t)mb + k] = L.clipped;
+  part[3 * (size_t)mb + k] = L.value;
 }
 
 // one block: the minibatch's sums, entropy, log-std gradient, adaptive learning rate, metric sums
@@ -197,20 +147,13 @@ static __global__ void k_loss_sum(const double* __restrict__ part, int mb, int A
       if (q < 4)
         q4[q] = s;
       else
-        gls_f[q - 4] = (float)(s - ent_coef);
+        gls_f[q - 4] = ppo_log_std_grad(s, ent_coef);
     }
   }
   if (threadIdx.x) return;
-  double kl = q4[0] / mb, surr = q4[1] / mb, clipf = q4[2] / mb, lval = q4[3] / mb, entropy = 0;
-  for (int j = 0; j < A; j++) entropy += 0.5 + 0.5 * PPO_LOG2PI + (double)log_std[j];
-  if (adaptive) {
-    double lr = S[D_LR];
-    if (kl > 2 * desired_kl)
-      lr = fmax(1e-5, lr / 1.5);
-    else if (kl < desired_kl / 2 && kl > 0)
-      lr = fmin(1e-2, lr * 1.5);
-    S[D_LR] = lr;
-  }
+  double kl = q4[0] / mb, surr = q4[1] / mb, clipf = q4[2] / mb, lval = q4[3] / mb;
+  double entropy = ppo_entropy(log_std, A);
+  if (adaptive) S[D_LR] = ppo_adapt_lr(S[D_LR], kl, desired_kl);
   S[M_POLICY] += surr, S[M_VALUE] += lval, S[M_ENTROPY] += entropy, S[M_KL] += kl, S[M_CLIPFRAC] += clipf;
 }
 
@@ -238,7 +181,7 @@ static __global__ void k_adam_scalars(const double* __restrict__ part, double ma
   double n2 = 0;
   for (int i = 0; i < PPO_SUMSQ_BLOCKS; i++) n2 += part[i];
   double gn = sqrt(n2);
-  S[D_GN] = (maxn > 0 && gn > maxn) ? (double)(float)(maxn / (gn + 1e-6)) : 1.0;
+  S[D_GN] = ppo_clip_scale(gn, maxn);
   S[M_GRADNORM] += gn;
 }
 
@@ -248,7 +191,6 @@ static __global__ void k_adam(float* pa, const float* __restrict__ ga, long long
                               int A, float* m, float* v, const double* __restrict__ S, double bc1, double bc2) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= na + nc + A) return;
-  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   float step = (float)(S[D_LR] / bc1), sbc2 = (float)sqrt(bc2), scale = (float)S[D_GN];
   float* p;
   float g;
@@ -258,16 +200,11 @@ static __global__ void k_adam(float* pa, const float* __restrict__ ga, long long
     p = pc + (i - na), g = gc[i - na];
   else
     p = pl + (i - na - nc), g = gl[i - na - nc];
-  float gi = g * scale;
-  m[i] = b1 * m[i] + (1 - b1) * gi;
-  v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-  *p -= step * m[i] / (sqrtf(v[i]) / sbc2 + eps);
+  ppo_adam(p, g, &m[i], &v[i], step, sbc2, scale);
 }
 
 static __global__ void k_std(const float* __restrict__ log_std, int A, double* S) {
-  double sd = 0;
-  for (int j = 0; j < A; j++) sd += exp((double)log_std[j]);
-  S[M_STD] = sd / A;
+  S[M_STD] = ppo_action_std(log_std, A);
 }
 
 // ---- host ----
@@ -282,8 +219,9 @@ static void ppo_cuda_destroy(void* p) {
   cudaFree(s->block);
   if (s->h_metrics) cudaFreeHost(s->h_metrics);
   if (s->h_perm) cudaFreeHost(s->h_perm);
-  free(s->h_actor), free(s->h_critic), free(s->h_logstd), free(s->h_m), free(s->h_v);
-  free(s->h_nmean), free(s->h_nm2), free(s->h_rng);
+#define PPO_FREE(name, type, count) free(s->name);
+  PPO_CUDA_MIRROR(PPO_FREE)
+#undef PPO_FREE
   free(s);
 }
 
@@ -291,15 +229,6 @@ static int mirror_download(PpoCuda* s);
 
 static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t errlen) {
   *out = NULL;
-  if (algo_ppo.n_metrics != M_COUNT) {
-    snprintf(err, errlen, "ppo (cuda): metric list differs from ppo.c's");
-    return -1;
-  }
-  for (int i = 0; i < M_COUNT; i++)
-    if (strcmp(algo_ppo.metric_names[i], kMetrics[i])) {
-      snprintf(err, errlen, "ppo (cuda): metric %d differs from ppo.c's", i);
-      return -1;
-    }
   PpoCuda* s = (PpoCuda*)calloc(1, sizeof(PpoCuda));
   if (!s) return -1;
   s->c = *c;
@@ -331,8 +260,8 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   if (!rc) rc = nn_cuda_mlp_create(&s->critic, &cc, s->maxb, 0, NULL);
   if (!rc && c->policy_obs_norm) rc = nn_cuda_norm_create(&s->norm, O, 1e-8, c->policy_obs_clip, s->maxb, NULL);
   uint64_t seed = (uint64_t)c->run_seed;
-  if (!rc) rc = nn_cuda_mlp_init(s->actor, mix(seed, 1));
-  if (!rc) rc = nn_cuda_mlp_init(s->critic, mix(seed, 2));
+  if (!rc) rc = nn_cuda_mlp_init(s->actor, ppo_seed(seed, 1));
+  if (!rc) rc = nn_cuda_mlp_init(s->critic, ppo_seed(seed, 2));
   if (!rc) rc = nn_cuda_mlp_prepare(s->actor, N);
   if (!rc) rc = nn_cuda_mlp_prepare(s->actor, s->mb);
   if (!rc) rc = nn_cuda_mlp_prepare(s->critic, N);
@@ -345,22 +274,12 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   s->na = nn_cuda_mlp_param_count(s->actor), s->nc = nn_cuda_mlp_param_count(s->critic);
   s->P = s->na + s->nc + A;
   size_t TN = (size_t)batch, n = (size_t)N, o = (size_t)O, a = (size_t)A, mb = (size_t)s->mb, P = (size_t)s->P;
+  size_t na = (size_t)s->na, nc = (size_t)s->nc;
   size_t part = (4 + a) * mb > TN ? (4 + a) * mb : TN;
-  size_t sz = 0, off[64];
-  int k = 0;
-  // clang-format off
-#define SLOT(bytes) (off[k++] = sz, sz += ac_al(bytes))
-  SLOT(8 * n);                                                   // act_rng
-  SLOT(4 * a), SLOT(4 * a), SLOT(4 * P), SLOT(4 * P);            // log_std log_std_old m v
-  SLOT(4 * TN * o), SLOT(4 * TN * a), SLOT(4 * TN * a), SLOT(4 * TN);  // obs act mu logp
-  SLOT(4 * TN), SLOT(4 * TN), SLOT(4 * TN), SLOT(4 * TN);        // val rew ret adv
-  SLOT(TN), SLOT(n), SLOT(n);                                    // done term trunc
-  SLOT(4 * n * o), SLOT(4 * n * o), SLOT(4 * n), SLOT(4 * n * o), SLOT(4 * n * a);  // fobs bnobs bvalN xs yN
-  SLOT(4 * mb * o), SLOT(4 * mb * a), SLOT(4 * mb), SLOT(4 * mb * a), SLOT(4 * mb), SLOT(4 * a);  // minibatch
-  SLOT(4 * (size_t)s->epochs * TN);                              // perm
-  SLOT(8 * part), SLOT(8 * PPO_SUMSQ_BLOCKS), SLOT(8 * D_NSLOT);  // part sq S
-#undef SLOT
-  // clang-format on
+  size_t sz = 0;
+#define PPO_SIZE(name, type, count) sz += ac_al(sizeof(type) * (count));
+  PPO_CUDA_BUFFERS(PPO_SIZE)
+#undef PPO_SIZE
   int ok = cudaMalloc(&s->block, sz) == cudaSuccess && cudaMemset(s->block, 0, sz) == cudaSuccess;
   for (int i = 0; i < 4 && ok; i++) ok = cudaEventCreate(&s->ev[i]) == cudaSuccess;
   ok = ok && cudaMallocHost((void**)&s->h_metrics, 8 * D_NSLOT) == cudaSuccess;
@@ -370,37 +289,32 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
     ppo_cuda_destroy(s);
     return -1;
   }
-  char* b = (char*)s->block;
-  k = 0;
-#define TAKE(p, type) (p = (type*)(b + off[k++]))
-  TAKE(s->act_rng, uint64_t);
-  TAKE(s->log_std, float), TAKE(s->log_std_old, float), TAKE(s->m, float), TAKE(s->v, float);
-  TAKE(s->obs, float), TAKE(s->act, float), TAKE(s->mu, float), TAKE(s->logp, float);
-  TAKE(s->val, float), TAKE(s->rew, float), TAKE(s->ret, float), TAKE(s->adv, float);
-  TAKE(s->done, uint8_t), TAKE(s->term, uint8_t), TAKE(s->trunc, uint8_t);
-  TAKE(s->fobs, float), TAKE(s->bnobs, float), TAKE(s->bvalN, float), TAKE(s->xs, float), TAKE(s->yN, float);
-  TAKE(s->bobs, float), TAKE(s->bmu, float), TAKE(s->bval, float), TAKE(s->dmu, float), TAKE(s->dval, float);
-  TAKE(s->gls_f, float);
-  TAKE(s->perm, int);
-  TAKE(s->part, double), TAKE(s->sq, double), TAKE(s->S, double);
-#undef TAKE
-  s->h_actor = (float*)calloc((size_t)s->na, 4), s->h_critic = (float*)calloc((size_t)s->nc, 4);
-  s->h_logstd = (float*)calloc(a, 4), s->h_m = (float*)calloc(P, 4), s->h_v = (float*)calloc(P, 4);
-  s->h_nmean = (double*)calloc(o, 8), s->h_nm2 = (double*)calloc(o, 8);
-  s->h_rng = (uint64_t*)calloc(n, 8);
-  if (!s->h_actor || !s->h_critic || !s->h_logstd || !s->h_m || !s->h_v || !s->h_nmean || !s->h_nm2 || !s->h_rng) {
+  size_t at = 0;
+#define PPO_TAKE(name, type, count) s->name = (type*)((char*)s->block + at), at += ac_al(sizeof(type) * (count));
+  PPO_CUDA_BUFFERS(PPO_TAKE)
+#undef PPO_TAKE
+#define PPO_HOST(name, type, count) \
+  if (!(s->name = (type*)calloc((count), sizeof(type)))) ok = 0;
+  PPO_CUDA_MIRROR(PPO_HOST)
+#undef PPO_HOST
+  if (!ok) {
     snprintf(err, errlen, "ppo (cuda): out of memory");
     ppo_cuda_destroy(s);
     return -1;
   }
   for (int j = 0; j < A; j++) s->h_logstd[j] = (float)log(c->policy_init_noise_std);
   s->h_lr = c->ppo_learning_rate;
-  s->rng = mix(seed, 3);
-  for (int w = 0; w < N; w++) s->h_rng[w] = mix(mix(seed, 4), (uint64_t)w);
+  s->rng = ppo_seed(seed, 3);
+  for (int w = 0; w < N; w++) s->h_rng[w] = ppo_seed(ppo_seed(seed, 4), (uint64_t)w);
   if (cudaMemcpy(s->log_std, s->h_logstd, 4 * a, cudaMemcpyHostToDevice) ||
       cudaMemcpy(s->act_rng, s->h_rng, 8 * n, cudaMemcpyHostToDevice) ||
-      cudaMemcpy(s->S + D_LR, &s->h_lr, 8, cudaMemcpyHostToDevice) || mirror_download(s)) {
+      cudaMemcpy(s->S + D_LR, &s->h_lr, 8, cudaMemcpyHostToDevice)) {
     snprintf(err, errlen, "ppo (cuda): %s", cudaGetErrorString(cudaGetLastError()));
+    ppo_cuda_destroy(s);
+    return -1;
+  }
+  s->err = err, s->errlen = errlen;
+  if (mirror_download(s)) {
     ppo_cuda_destroy(s);
     return -1;
   }
@@ -430,8 +344,9 @@ static int infer_to(PpoCuda* s, NnCudaMlp* net, const float* params, const float
   return 0;
 }
 
-static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   PpoCuda* s = (PpoCuda*)p;
+  s->err = err, s->errlen = errlen;
   const int N = s->N, O = s->O, A = s->A, T = s->T;
   const double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
   const long long TN = (long long)T * N;
@@ -444,12 +359,7 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
   // the permutations of this iteration's epochs (ppo.c's Fisher-Yates on ppo/rng), up once
   for (int ep = 0; ep < s->epochs; ep++) {
     int* pm = s->h_perm + (size_t)ep * TN;
-    for (long long i = 0; i < TN; i++) pm[i] = (int)i;
-    for (size_t i = (size_t)TN - 1; i > 0; i--) {
-      size_t j = (size_t)(env_rng_next(&s->rng) % (uint64_t)(i + 1));
-      int x = pm[i];
-      pm[i] = pm[j], pm[j] = x;
-    }
+    ppo_permutation(pm, (size_t)TN, &s->rng);
   }
   AC_CK(cudaMemcpyAsync(s->perm, s->h_perm, 4 * (size_t)s->epochs * TN, cudaMemcpyHostToDevice, 0));
   AC_CK(cudaEventRecord(s->ev[0], 0));
@@ -467,10 +377,7 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
     EnvCudaRecord rec;
     memset(&rec, 0, sizeof(rec));
     rec.next_obs = s->fobs, rec.reward = s->rew + base, rec.terminated = s->term, rec.truncated = s->trunc;
-    if (env_cuda_step(s->E, s->act + base * A, &rec, 0)) {
-      fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_step(s->E, s->act + base * A, &rec, 0));
     // bootstrap time-outs from the value of the final observation
     if (normalize(s, s->fobs, N, s->bnobs, 0)) return -1;
     AC_NN(nn_cuda_mlp_infer(s->critic, critic_p, s->bnobs, N, s->bvalN));
@@ -485,10 +392,10 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
   AC_LAUNCHED();
   k_to_double<<<ac_blocks(TN), AC_THREADS>>>(s->adv, TN, NULL, s->part);
   AC_LAUNCHED();
-  if (ac_sum(s->part, TN, 1.0 / (double)TN, 0, S + D_MEAN)) return -1;
+  AC_CK(ac_sum(s->part, TN, 1.0 / (double)TN, 0, S + D_MEAN));
   k_to_double<<<ac_blocks(TN), AC_THREADS>>>(s->adv, TN, S + D_MEAN, s->part);
   AC_LAUNCHED();
-  if (ac_sum(s->part, TN, 1.0, 0, S + D_VAR)) return -1;
+  AC_CK(ac_sum(s->part, TN, 1.0, 0, S + D_VAR));
   k_advnorm<<<ac_blocks(TN), AC_THREADS>>>(s->adv, TN, S);
   AC_LAUNCHED();
   AC_CK(cudaEventRecord(s->ev[2], 0));
@@ -519,7 +426,8 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
       k_adam_scalars<<<1, 1>>>(s->sq, s->c.algo_max_grad_norm, S);
       AC_LAUNCHED();
       s->adam_step++;
-      double bc1 = 1 - pow(0.9, (double)s->adam_step), bc2 = 1 - pow(0.999, (double)s->adam_step);
+      double bc1, bc2;
+      ppo_adam_bias(s->adam_step, &bc1, &bc2);
       k_adam<<<ac_blocks(s->P), AC_THREADS>>>(actor_p, ga, s->na, critic_p, gc, s->nc, s->log_std, s->gls_f, A, s->m,
                                               s->v, S, bc1, bc2);
       AC_LAUNCHED();
@@ -530,10 +438,7 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
   AC_LAUNCHED();
   AC_CK(cudaEventRecord(s->ev[3], 0));
   // ---- the logged scalars, once ----
-  if (env_cuda_stats_begin(s->E)) {
-    fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_stats_begin(s->E));
   AC_CK(cudaMemcpyAsync(s->h_metrics, S, 8 * D_NSLOT, cudaMemcpyDeviceToHost, 0));
   AC_CK(cudaStreamSynchronize(0));
   env_cuda_stats_end(s->E, env, NULL, NULL);
@@ -548,23 +453,14 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
 
 static int ppo_cuda_state(void* p, CkTensor* t, int max, int policy_only) {
   PpoCuda* s = (PpoCuda*)p;
-  int n = 0;
-  n = ckpt_add(t, n, max, "ppo/actor", CK_F32, s->h_actor, s->na, 0);
-  n = ckpt_add(t, n, max, "ppo/critic", CK_F32, s->h_critic, s->nc, 0);
-  n = ckpt_add(t, n, max, "ppo/log_std", CK_F32, s->h_logstd, s->A, 0);
-  if (s->norm) {
-    n = ckpt_add(t, n, max, "ppo/obs_norm/count", CK_F64, &s->h_ncount, 1, 0);
-    n = ckpt_add(t, n, max, "ppo/obs_norm/mean", CK_F64, s->h_nmean, s->O, 0);
-    n = ckpt_add(t, n, max, "ppo/obs_norm/m2", CK_F64, s->h_nm2, s->O, 0);
-  }
-  if (policy_only) return n;
-  n = ckpt_add(t, n, max, "ppo/adam/m", CK_F32, s->h_m, s->P, 0);
-  n = ckpt_add(t, n, max, "ppo/adam/v", CK_F32, s->h_v, s->P, 0);
-  n = ckpt_add(t, n, max, "ppo/adam/step", CK_I64, &s->adam_step, 1, 0);
-  n = ckpt_add(t, n, max, "ppo/learning_rate", CK_F64, &s->h_lr, 1, 0);
-  n = ckpt_add(t, n, max, "ppo/rng", CK_I64, &s->rng, 1, 0);
-  n = ckpt_add(t, n, max, "ppo/action_rng", CK_I64, s->h_rng, s->N, 0);
-  return n;
+  PpoStateRefs r;
+  memset(&r, 0, sizeof(r));
+  r.na = s->na, r.nc = s->nc, r.A = s->A, r.O = s->O, r.N = s->N, r.P = s->P;
+  r.actor = s->h_actor, r.critic = s->h_critic, r.log_std = s->h_logstd;
+  if (s->norm) r.norm_count = &s->h_ncount, r.norm_mean = s->h_nmean, r.norm_m2 = s->h_nm2;
+  r.adam_m = s->h_m, r.adam_v = s->h_v, r.adam_step = &s->adam_step, r.lr = &s->h_lr, r.rng = &s->rng;
+  r.act_rng = s->h_rng;
+  return ppo_state_add(&r, t, max, policy_only);
 }
 
 static int mirror_download(PpoCuda* s) {
@@ -579,14 +475,12 @@ static int mirror_download(PpoCuda* s) {
   return 0;
 }
 
-static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host) {
+static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host, char* err, size_t errlen) {
   PpoCuda* s = (PpoCuda*)p;
+  s->err = err, s->errlen = errlen;
   if (to_host) {
     if (mirror_download(s)) return -1;
-    if (env_cuda_download(s->E, env)) {
-      fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_download(s->E, env));
     return 0;
   }
   AC_NN(nn_cuda_mlp_set_params(s->actor, s->h_actor));
@@ -597,10 +491,7 @@ static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host) {
   AC_CK(cudaMemcpy(s->v, s->h_v, 4 * (size_t)s->P, cudaMemcpyHostToDevice));
   AC_CK(cudaMemcpy(s->S + D_LR, &s->h_lr, 8, cudaMemcpyHostToDevice));
   AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
-  if (env_cuda_upload(s->E, env)) {
-    fprintf(stderr, "ppo (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_upload(s->E, env));
   return 0;
 }
 
@@ -611,6 +502,7 @@ static void ppo_cuda_overflow(void* p, double* contacts, double* rows) {
 
 static int ppo_cuda_act_eval(void* p, const float* obs, int n, float* act) {
   PpoCuda* s = (PpoCuda*)p;
+  s->err = NULL, s->errlen = 0;
   if (n > s->N) return -1;
   AC_CK(cudaMemcpy(s->fobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
   if (normalize(s, s->fobs, n, s->xs, 0)) return -1;
@@ -620,5 +512,5 @@ static int ppo_cuda_act_eval(void* p, const float* obs, int n, float* act) {
 }
 
 extern "C" const AlgoOps algo_ppo_cuda = {"ppo",          ppo_cuda_create,   ppo_cuda_destroy, ppo_cuda_iterate,
-                                          ppo_cuda_state, ppo_cuda_act_eval, kMetrics,         M_COUNT,
+                                          ppo_cuda_state, ppo_cuda_act_eval, ppo_metric_names,         M_COUNT,
                                           ppo_cuda_sync,  ppo_cuda_overflow};

@@ -36,7 +36,7 @@
 //      (full batch), instead of one step on the raw BPTT gradient. Worlds with g_w = 0 keep a* = mu.
 //  (c) nablamimic.policy_ema_decay = d: Adam keeps an EMA of the actor parameters after every actor step;
 //      evaluation (act_eval) and export ("shac/ema") use it.
-//  (d) nablamimic.zeroth_order_weight = beta in (0, 1] (needs (b); shac_cuda.cu: k_adv, k_targets_zo): a
+//  (d) nablamimic.zeroth_order_weight = beta in (0, 1] (needs (b)): a
 //      zeroth-order (likelihood-ratio, PPO-like) direction mixed into (b)'s targets, so that the regression can
 //      follow returns the first-order gradient does not see (e.g. a hopper's lift-off). Before the actor
 //      update: advantages A_t(w) = G_t(w) - V_targ(s_t(w)), G the TD(lambda) targets of step 5 (computed
@@ -55,16 +55,36 @@
 // loss), within the discrete regime of each evaluation (contact set and row states frozen). Position cotangents
 // are in the engine's tangent space (nv; env.h): free-floating robots (nq != nv) train as the others do.
 //
+// The per-sample formulas are algo/shac_math.h's (shared with shac_cuda.cu); this file holds the CPU loops.
 // Buffers are time-major, world-minor: (H, N, ...). Deterministic: fixed seeds, sequential loops, no threads.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/shac_math.h"
 #include "nn/nn.h"
 #include "sim/sim_adjoint.h"
 
-#define SHAC_REGRESSION_STEPS 4  // Adam steps on the target-action regression per iteration (∇Mimic b)
+// The arrays, as X(name, type, count); a count of 0 leaves the pointer NULL. Rollout arrays are (H, N, ...)
+// (hn = H N); counts are expressions of shac_create's locals (mx = max(hn, N), nu at least 1).
+#define SHAC_BUFFERS(X)                                                                                  \
+  X(act_rng, uint64_t, N)                   /* exploration noise stream per world */                     \
+  X(noise, double, s->rho > 0 ? N * A : 0)  /* (N, A) correlated noise state e, rho > 0 only */          \
+  X(obs, float, hn * O) X(nobs, float, hn * O) X(mu, float, hn * A) X(act, float, hn * A)                \
+  X(rew, float, hn) X(nxt_obs, float, hn * O) X(nxt_nobs, float, hn * O) X(nxt_val, float, hn)           \
+  X(tgt, float, hn) X(coef_r, float, hn) X(coef_v, float, hn) X(term, uint8_t, hn) X(trunc, uint8_t, hn) \
+  X(pre_q, float, hn * nq) X(pre_v, float, hn * nv)                                                      \
+  X(post_q, float, hn * nq) X(post_v, float, hn * nv) X(post_u, float, hn * nu)                          \
+  X(cq, float, N * nv) X(cv, float, N * nv) /* carried cotangent of the pre-state of step t+1 */         \
+  X(du, float, N * nu)                      /* reward's ctrl cotangent */                                \
+  X(dact, float, N * A) X(dx, float, mx * O) X(dobs, float, mx * O) X(braw, float, mx * O)               \
+  X(ga, float, na) X(gsum, float, na)       /* actor gradient accumulator */                             \
+  X(bx, float, mx * O) X(by, float, mx * A1) X(bdy, float, mx * A1) /* batch scratch */                  \
+  X(gtarget, float, hn * A)                 /* action gradients (∇Mimic b) */                            \
+  X(adv, float, hn)                         /* normalized, clipped advantages (∇Mimic d) */              \
+  X(gnorm, float, N) X(bidx, int, N)
+#define SHAC_FIELD(name, type, count) type* name;
 
 typedef struct {
   Cfg c;
@@ -80,38 +100,9 @@ typedef struct {
   NnAdam *adam_a, *adam_c;
   NnAdamConfig acfg;  // the actor's (for the learning-rate metric)
   int64_t na, nc;
-  uint64_t* act_rng;  // (N) exploration noise per world
-  double* noise;      // (N, A) correlated noise state e (rho > 0 only, else NULL)
-  SimData* vd;        // scratch worlds for the task VJPs (states loaded from the buffers)
-  // rollout (H, N, ...)
-  float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;
-  uint8_t *term, *trunc;
-  float *pre_q, *pre_v, *post_q, *post_v, *post_u;
-  // backward scratch
-  float *cq, *cv;               // (N, nv) carried cotangent of the pre-state of step t+1
-  float *du;                    // (N, nu) reward's ctrl cotangent
-  float *dact, *dx, *dobs;      // (N, A), (max, O), (max, O)
-  float* braw;                  // (max, O)
-  float *ga, *gsum;             // actor gradient accumulator (na)
-  float *bx, *by, *bdy;         // (max batch, ...) scratch
-  float *gtarget;               // (H, N, A) action gradients (∇Mimic b)
-  float* adv;                   // (H, N) normalized, clipped advantages (∇Mimic d)
-  float *gnorm;                 // (N)
-  int* bidx;                    // (N)
+  SimData* vd;  // scratch worlds for the task VJPs (states loaded from the buffers)
+  SHAC_BUFFERS(SHAC_FIELD)
 } Shac;
-
-static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
-                                       "value_mean", "action_grad_median", "action_grad_clip_fraction",
-                                       "loss_regression", "nonfinite_grads", "constraint_evals",
-                                       "advantage_abs_mean"};
-enum {
-  M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_ADV, M_COUNT
-};
-
-static uint64_t mix(uint64_t seed, uint64_t k) {
-  uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
-  return env_rng_next(&s);
-}
 
 static void shac_destroy(void* p) {
   Shac* s = (Shac*)p;
@@ -120,14 +111,9 @@ static void shac_destroy(void* p) {
   if (s->norm) nn_norm_destroy(s->norm);
   nn_adam_destroy(s->adam_a), nn_adam_destroy(s->adam_c);
   if (s->vd) sim_data_free(s->vd);
-  free(s->act_rng), free(s->noise);
-  free(s->obs), free(s->nobs), free(s->mu), free(s->act), free(s->rew), free(s->nxt_obs), free(s->nxt_nobs), free(s->nxt_val);
-  free(s->coef_r), free(s->coef_v), free(s->du), free(s->braw);
-  free(s->tgt), free(s->term), free(s->trunc);
-  free(s->pre_q), free(s->pre_v), free(s->post_q), free(s->post_v), free(s->post_u);
-  free(s->cq), free(s->cv), free(s->dact), free(s->dx), free(s->dobs), free(s->ga), free(s->gsum);
-  free(s->bx), free(s->by), free(s->bdy), free(s->gtarget), free(s->gnorm), free(s->bidx);
-  free(s->adv);
+#define SHAC_FREE(name, type, count) free(s->name);
+  SHAC_BUFFERS(SHAC_FREE)
+#undef SHAC_FREE
   free(s);
 }
 
@@ -185,8 +171,8 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
     return -1;
   }
   uint64_t seed = (uint64_t)c->run_seed;
-  nn_mlp_init(s->actor, mix(seed, 1));
-  nn_mlp_init(s->critic, mix(seed, 2));
+  nn_mlp_init(s->actor, shac_seed(seed, 1));
+  nn_mlp_init(s->critic, shac_seed(seed, 2));
   s->na = nn_mlp_param_count(s->actor), s->nc = nn_mlp_param_count(s->critic);
   memcpy(nn_mlp_params(s->targ), nn_mlp_params(s->critic), sizeof(float) * (size_t)s->nc);
   int linear = !strcmp(c->shac_lr_schedule, "linear");
@@ -213,31 +199,18 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   size_t N = (size_t)s->N, O = (size_t)s->O, A = (size_t)s->A, hn = (size_t)HN;
   size_t nq = (size_t)s->nq, nv = (size_t)s->nv, nu = (size_t)(s->nu ? s->nu : 1);
   size_t mx = hn > N ? hn : N;
-#define ALLOC(p, type, n) (p = (type*)calloc((n), sizeof(type)), ok = ok && p)
+  size_t na = (size_t)s->na, A1 = A > 1 ? A : 1;
   int ok = 1;
-  ALLOC(s->act_rng, uint64_t, N);
-  if (s->rho > 0) ALLOC(s->noise, double, N * A);
-  ALLOC(s->obs, float, hn * O), ALLOC(s->nobs, float, hn * O), ALLOC(s->mu, float, hn * A);
-  ALLOC(s->act, float, hn * A), ALLOC(s->rew, float, hn), ALLOC(s->nxt_obs, float, hn * O);
-  ALLOC(s->nxt_val, float, hn), ALLOC(s->tgt, float, hn), ALLOC(s->term, uint8_t, hn);
-  ALLOC(s->trunc, uint8_t, hn);
-  ALLOC(s->pre_q, float, hn * nq), ALLOC(s->pre_v, float, hn * nv);
-  ALLOC(s->nxt_nobs, float, hn * O), ALLOC(s->coef_r, float, hn), ALLOC(s->coef_v, float, hn);
-  ALLOC(s->du, float, N * nu), ALLOC(s->braw, float, mx * O);
-  ALLOC(s->post_q, float, hn * nq), ALLOC(s->post_v, float, hn * nv), ALLOC(s->post_u, float, hn * nu);
-  ALLOC(s->cq, float, N * nv), ALLOC(s->cv, float, N * nv);
-  ALLOC(s->dact, float, N * A), ALLOC(s->dx, float, mx * O), ALLOC(s->dobs, float, mx * O);
-  ALLOC(s->ga, float, (size_t)s->na), ALLOC(s->gsum, float, (size_t)s->na);
-  ALLOC(s->bx, float, mx * O), ALLOC(s->by, float, mx * (A > 1 ? A : 1)), ALLOC(s->bdy, float, mx * (A > 1 ? A : 1));
-  ALLOC(s->gtarget, float, hn * A), ALLOC(s->gnorm, float, N), ALLOC(s->bidx, int, N);
-  ALLOC(s->adv, float, hn);
-#undef ALLOC
+#define SHAC_ALLOC(name, type, count) \
+  if ((count) != 0 && !(s->name = (type*)calloc((count), sizeof(type)))) ok = 0;
+  SHAC_BUFFERS(SHAC_ALLOC)
+#undef SHAC_ALLOC
   if (!ok) {
     snprintf(err, errlen, "shac: out of memory");
     shac_destroy(s);
     return -1;
   }
-  for (int w = 0; w < s->N; w++) s->act_rng[w] = mix(mix(seed, 4), (uint64_t)w);
+  for (int w = 0; w < s->N; w++) s->act_rng[w] = shac_seed(shac_seed(seed, 4), (uint64_t)w);
   *out = s;
   return 0;
 }
@@ -304,21 +277,10 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     memcpy(ob, env->obs, sizeof(float) * N * O);
     normalize(s, ob, N, nob);
     nn_mlp_infer(s->actor_lin, actor_p, nob, N, ac);  // pre-tanh z
-    for (int w = 0; w < N; w++)
-      for (int j = 0; j < A; j++) {
-        size_t i = (size_t)w * A + j;
-        double z = ac[i];
-        mu[i] = (float)tanh(z);
-        if (s->sigma > 0) {
-          double eps = env_rng_normal(&s->act_rng[w]);
-          if (s->noise) {  // correlated noise (shac_cuda.cu's k_act, the same arithmetic)
-            s->noise[i] = s->rho * s->noise[i] + s->rho_c * eps;
-            eps = s->noise[i];
-          }
-          z += s->sigma * eps;
-        }
-        ac[i] = (float)tanh(z);
-      }
+    for (int w = 0; w < N; w++) {
+      size_t i = (size_t)w * A;
+      shac_act(ac + i, A, s->sigma, s->rho, s->rho_c, &s->act_rng[w], s->noise ? s->noise + i : NULL, mu + i, ac + i);
+    }
     memcpy(s->pre_q + base * nq, env->d->qpos, sizeof(float) * N * nq);
     memcpy(s->pre_v + base * nv, env->d->qvel, sizeof(float) * N * nv);
     tm->networks += algo_now() - t0;
@@ -333,7 +295,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
       s->rew[i] = env->reward[w];
       s->term[i] = env->terminated[w], s->trunc[i] = env->truncated[w];
       int done = s->term[i] | s->trunc[i];
-      if (done && s->noise) memset(s->noise + (size_t)w * A, 0, sizeof(double) * (size_t)A);  // episode ended
+      if (s->noise) shac_noise_end(done, A, s->noise + (size_t)w * A);
       memcpy(s->post_q + i * nq, done ? env->final_qpos + (size_t)w * nq : env->d->qpos + (size_t)w * nq,
              sizeof(float) * nq);
       memcpy(s->post_v + i * nv, done ? env->final_qvel + (size_t)w * nv : env->d->qvel + (size_t)w * nv,
@@ -351,25 +313,9 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
   t0 = algo_now();
   normalize(s, s->nxt_obs, (int)HN, s->nxt_nobs);
   nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->nxt_nobs, (int)HN, s->nxt_val);
-  for (size_t i = 0; i < HN; i++)
-    if (s->term[i]) s->nxt_val[i] = 0;
   double loss = 0, inv = 1.0 / (double)HN;
-  for (int w = 0; w < N; w++) {
-    double g = 1;
-    for (int t = 0; t < H; t++) {
-      size_t i = (size_t)t * N + w;
-      int done = s->term[i] | s->trunc[i];
-      s->coef_r[i] = (float)(-g * inv);
-      loss += -g * inv * s->rew[i];
-      s->coef_v[i] = 0;
-      if ((done || t == H - 1) && !s->term[i]) {
-        s->coef_v[i] = (float)(-g * gamma * inv);
-        loss += -g * gamma * inv * s->nxt_val[i];
-      }
-      g *= gamma;
-      if (done) g = 1;
-    }
-  }
+  for (int w = 0; w < N; w++)
+    shac_coef(w, N, H, gamma, inv, s->rew, s->term, s->trunc, s->nxt_val, s->coef_r, s->coef_v, &loss);
   metrics[M_ACTOR] = loss;
   tm->networks += algo_now() - t0;
 
@@ -433,28 +379,19 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
         for (int j = 0; j < A; j++) da[j] = 0;
         for (int k = 0; k < nv; k++) adj_q[(size_t)w * nv + k] = 0, adj_v[(size_t)w * nv + k] = 0;
       }
-      double n2 = 0;
-      for (int j = 0; j < A; j++) n2 += (double)da[j] * da[j];
-      s->gnorm[w] = (float)sqrt(n2);
+      s->gnorm[w] = shac_grad_norm(da, A);
     }
     // ∇Mimic (a): per-world clip at k x the median norm over the worlds of this step
     memcpy(s->by, s->gnorm, sizeof(float) * N);
     qsort(s->by, (size_t)N, sizeof(float), cmp_float);
-    double med = (N % 2) ? s->by[N / 2] : 0.5 * ((double)s->by[N / 2 - 1] + s->by[N / 2]);
+    double med = shac_median(N, s->by[(N - 1) / 2], s->by[N / 2]);
     agmed += med;
-    if (s->clip_k > 0) {
-      double lim = s->clip_k * med;
-      for (int w = 0; w < N; w++)
-        if (s->gnorm[w] > lim) {
-          float sc = (float)(lim / s->gnorm[w]);
-          for (int j = 0; j < A; j++) s->dact[(size_t)w * A + j] *= sc;
-          s->gnorm[w] = (float)lim;
-          agclip += 1;
-        }
+    double lim = shac_clip_limit(s->clip_k, med);
+    for (int w = 0; w < N; w++) {  // the clip, dL/da kept for the targets, then through tanh(z + noise)
+      size_t i = (size_t)w * A;
+      agclip += shac_clip(s->dact + i, s->gnorm[w], ac + i, A, s->clip_k > 0, lim, s->gtarget + base * A + i);
     }
-    memcpy(s->gtarget + base * A, s->dact, sizeof(float) * N * A);
     // the policy: recomputed forward, backward with the input gradient
-    for (size_t i = 0; i < (size_t)N * A; i++) s->dact[i] *= 1 - ac[i] * ac[i];  // through tanh(z + noise)
     nn_mlp_forward(s->actor_lin, s->nobs + base * O, N, s->by);
     nn_mlp_backward(s->actor_lin, s->dact, s->dx);
     if (!s->regress) {
@@ -485,19 +422,7 @@ static void shac_td_targets(Shac* s, double* metrics) {
   int N = s->N, H = s->H;
   double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
   double vsum = 0;
-  for (int w = 0; w < N; w++) {
-    double Ai = 0, Bi = 0, lm = 1;
-    for (int t = H - 1; t >= 0; t--) {
-      size_t i = (size_t)t * N + w;
-      double d = (s->term[i] | s->trunc[i] | (t == H - 1)) ? 1 : 0;
-      double r = s->rew[i], v = s->nxt_val[i];
-      lm = lm * lam * (1 - d) + d;
-      if (lam < 1) Ai = (1 - d) * (lam * gamma * Ai + gamma * v + (1 - lm) / (1 - lam) * r);
-      Bi = gamma * (v * d + Bi * (1 - d)) + r;
-      s->tgt[i] = (float)(lam < 1 ? (1 - lam) * Ai + lm * Bi : Bi);
-      vsum += s->tgt[i];
-    }
-  }
+  for (int w = 0; w < N; w++) shac_td(w, N, H, gamma, lam, s->rew, s->nxt_val, s->term, s->trunc, s->tgt, &vsum);
   metrics[M_VALUE] = vsum / (double)((size_t)H * N);
 }
 
@@ -509,22 +434,15 @@ static void shac_advantages(Shac* s, double* metrics) {
   nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->nobs, (int)HN, v);
   double sum = 0, sabs = 0, n = 0;
   for (size_t i = 0; i < HN; i++) {
-    v[i] = (float)((double)s->tgt[i] - (double)v[i]);
+    v[i] = shac_adv_raw(s->tgt[i], v[i]);
     if (!isfinite(v[i])) continue;
     sum += v[i], sabs += fabs((double)v[i]), n += 1;
   }
-  double mean = n > 0 ? sum / n : 0, var = 0;
+  double mean = shac_adv_mean(sum, n), var = 0;
   for (size_t i = 0; i < HN; i++)
-    if (isfinite(v[i])) var += ((double)v[i] - mean) * ((double)v[i] - mean);
-  double sd = n > 0 ? sqrt(var / n) : 0;
-  for (size_t i = 0; i < HN; i++) {
-    if (!isfinite(v[i])) {
-      v[i] = 0;
-      continue;
-    }
-    double z = ((double)v[i] - mean) / (sd + 1e-8);
-    v[i] = (float)(z > 3 ? 3 : (z < -3 ? -3 : z));
-  }
+    if (isfinite(v[i])) var += shac_sq_dev(v[i], mean);
+  double sd = shac_adv_std(var, n);
+  for (size_t i = 0; i < HN; i++) v[i] = shac_adv_norm(v[i], mean, sd);
   metrics[M_ADV] = n > 0 ? sabs / n : 0;
 }
 
@@ -536,23 +454,13 @@ static void shac_action_targets(Shac* s) {
   int A = s->A;
   size_t HN = (size_t)s->H * s->N;
   float* tg = s->gtarget;
-  double sz = s->beta > 0 ? s->eta * s->beta / (s->sigma * sqrt((double)A)) : 0;
-  for (size_t i = 0; i < HN; i++) {
-    float* g = tg + i * A;
-    const float *mu = s->mu + i * A, *ac = s->act + i * A;
-    double n2 = 0;
-    for (int j = 0; j < A; j++) n2 += (double)g[j] * g[j];
-    double sc = n2 > 0 ? s->eta * (1 - s->beta) / (sqrt(n2) + 1e-8) : 0;
-    double za = s->beta > 0 ? sz * (double)s->adv[i] : 0;
-    for (int j = 0; j < A; j++) {
-      double a = (double)mu[j] - sc * (double)g[j];
-      if (s->beta > 0) a += za * ((double)ac[j] - (double)mu[j]);  // beta = 0: not even a +0
-      g[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
-    }
-  }
+  double sz = shac_zo_scale(s->eta, s->beta, s->sigma, A);
+  int zo = s->beta > 0;
+  for (size_t i = 0; i < HN; i++)
+    shac_action_target(tg + i * A, s->mu + i * A, s->act + i * A, A, s->eta, s->beta, sz, zo, zo ? s->adv[i] : 0);
 }
 
-static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   Shac* s = (Shac*)p;
   int N = s->N, O = s->O, A = s->A, H = s->H;
   size_t HN = (size_t)H * N;
@@ -580,11 +488,7 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
     for (int k = 0; k < SHAC_REGRESSION_STEPS; k++) {
       nn_mlp_forward(s->actor, s->nobs, (int)HN, y);
       double l = 0;
-      for (size_t i = 0; i < HN * (size_t)A; i++) {
-        double e = (double)y[i] - (double)tg[i];
-        l += 0.5 * e * e;
-        y[i] = (float)(e / (double)HN);
-      }
+      for (size_t i = 0; i < HN * (size_t)A; i++) l += shac_reg_grad(&y[i], tg[i], (double)HN);
       if (k == 0) metrics[M_REG] = l / (double)HN;
       nn_mlp_backward(s->actor, y, NULL);
       nn_adam_step(s->adam_a, actor_p, nn_mlp_grads(s->actor));
@@ -605,11 +509,7 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
     for (int b = 0; b < s->nmb; b++) {
       size_t off = (size_t)b * mb;
       nn_mlp_forward(s->critic, s->nobs + off * O, mb, s->by);
-      for (int k = 0; k < mb; k++) {
-        double e = (double)s->by[k] - (double)s->tgt[off + k];
-        l += e * e;
-        s->bdy[k] = (float)(2 * e / mb);
-      }
+      for (int k = 0; k < mb; k++) l += shac_mse_grad(s->by[k], s->tgt[off + k], mb, &s->bdy[k]);
       nn_mlp_backward(s->critic, s->bdy, NULL);
       nn_adam_step(s->adam_c, cp, nn_mlp_grads(s->critic));
     }
@@ -618,7 +518,7 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
   metrics[M_CRITIC] = closs;
   float* tp = nn_mlp_params(s->targ);
   float tau = (float)s->c.shac_target_tau;
-  for (int64_t i = 0; i < s->nc; i++) tp[i] = tau * tp[i] + (1 - tau) * cp[i];
+  for (int64_t i = 0; i < s->nc; i++) tp[i] = shac_polyak(tp[i], cp[i], tau);
   // normalizer: the rollout's observations (frozen during the iteration, as DiffRL)
   if (s->norm) nn_norm_update(s->norm, s->obs, (int)HN);
   tm->networks += algo_now() - t0;
@@ -627,31 +527,23 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) 
 
 static int shac_state(void* p, CkTensor* t, int max, int policy_only) {
   Shac* s = (Shac*)p;
-  int n = 0;
-  n = ckpt_add(t, n, max, "shac/actor", CK_F32, nn_mlp_params(s->actor), s->na, 0);
+  ShacStateRefs r;
+  memset(&r, 0, sizeof(r));
+  r.na = s->na, r.nc = s->nc, r.N = s->N, r.O = s->O, r.A = s->A;
+  r.actor = nn_mlp_params(s->actor), r.ema = nn_adam_ema(s->adam_a);
+  r.critic = nn_mlp_params(s->critic), r.targ = nn_mlp_params(s->targ);
   if (s->norm) {
-    NnTensorRef r[3];
-    nn_norm_state(s->norm, r, 3);
-    n = ckpt_add(t, n, max, "shac/obs_norm/count", CK_F64, r[0].data, 1, 0);
-    n = ckpt_add(t, n, max, "shac/obs_norm/mean", CK_F64, r[1].data, s->O, 0);
-    n = ckpt_add(t, n, max, "shac/obs_norm/m2", CK_F64, r[2].data, s->O, 0);
+    NnTensorRef nr[3];
+    nn_norm_state(s->norm, nr, 3);
+    r.norm_count = (double*)nr[0].data, r.norm_mean = (double*)nr[1].data, r.norm_m2 = (double*)nr[2].data;
   }
-  if (nn_adam_ema(s->adam_a)) n = ckpt_add(t, n, max, "shac/ema", CK_F32, nn_adam_ema(s->adam_a), s->na, 0);
-  if (policy_only) return n;
-  NnTensorRef r[4];
-  n = ckpt_add(t, n, max, "shac/critic", CK_F32, nn_mlp_params(s->critic), s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/critic_target", CK_F32, nn_mlp_params(s->targ), s->nc, 0);
-  nn_adam_state(s->adam_a, r, 4);
-  n = ckpt_add(t, n, max, "shac/adam_actor/m", CK_F32, r[0].data, s->na, 0);
-  n = ckpt_add(t, n, max, "shac/adam_actor/v", CK_F32, r[1].data, s->na, 0);
-  n = ckpt_add(t, n, max, "shac/adam_actor/step", CK_I64, r[2].data, 1, 0);
-  nn_adam_state(s->adam_c, r, 4);
-  n = ckpt_add(t, n, max, "shac/adam_critic/m", CK_F32, r[0].data, s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/adam_critic/v", CK_F32, r[1].data, s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/adam_critic/step", CK_I64, r[2].data, 1, 0);
-  n = ckpt_add(t, n, max, "shac/action_rng", CK_I64, s->act_rng, s->N, 0);
-  if (s->noise) n = ckpt_add(t, n, max, "shac/action_noise", CK_F64, s->noise, s->N, s->A);
-  return n;
+  NnTensorRef ar[4];
+  nn_adam_state(s->adam_a, ar, 4);
+  r.adam_a_m = (float*)ar[0].data, r.adam_a_v = (float*)ar[1].data, r.adam_a_step = (int64_t*)ar[2].data;
+  nn_adam_state(s->adam_c, ar, 4);
+  r.adam_c_m = (float*)ar[0].data, r.adam_c_v = (float*)ar[1].data, r.adam_c_step = (int64_t*)ar[2].data;
+  r.act_rng = s->act_rng, r.noise = s->noise;
+  return shac_state_add(&r, t, max, policy_only);
 }
 
 // deterministic action tanh(actor(norm(obs))), with the EMA parameters when ∇Mimic (c) is on
@@ -663,5 +555,5 @@ static int shac_act_eval(void* p, const float* obs, int n, float* act) {
   return nn_mlp_infer(s->actor, ema ? ema : nn_mlp_params(s->actor), s->bx, n, act);
 }
 
-const AlgoOps algo_shac = {"shac", shac_create, shac_destroy, shac_iterate, shac_state, shac_act_eval, kMetrics,
-                           M_COUNT, NULL, NULL};
+const AlgoOps algo_shac = {"shac", shac_create, shac_destroy, shac_iterate, shac_state, shac_act_eval,
+                           shac_metric_names, M_COUNT, NULL, NULL};

@@ -1,5 +1,6 @@
 // shac_cuda.cu: SHAC and the ∇Mimic options on the CUDA backend (algo_cuda.h). The algorithm of shac.c, step
-// for step (see its header for the math); here every step is a device operation on the legacy default stream:
+// for step (see its header for the math), its per-sample formulas the same functions (algo/shac_math.h); here
+// every step is a device operation on the legacy default stream:
 //  1. rollout: per control step the actor (nn_cuda, the normalizer frozen) on the observations, k_act (squashed
 //     Gaussian a = tanh(z + sigma eps) per world stream; correlated eps with shac.noise_correlation > 0, the
 //     episode-end reset of its noise state in k_noise_reset), the fused env step (envs/env_cuda.h) recording the
@@ -28,22 +29,42 @@
 
 #include "algo/algo_cuda.h"
 #include "algo/algo_cuda_util.cuh"
+#include "algo/shac_math.h"
 #include "envs/env_cuda.h"
 #include "nn/nn_cuda.h"
 
-#define SHAC_REGRESSION_STEPS 4  // as shac.c
-
-// clang-format off
-static const char* const kMetrics[] = {"loss_actor", "loss_critic", "grad_norm",       "learning_rate",
-                                       "value_mean", "action_grad_median", "action_grad_clip_fraction",
-                                       "loss_regression", "nonfinite_grads", "constraint_evals",
-                                       "advantage_abs_mean"};
-// clang-format on
-enum {
-  M_ACTOR, M_CRITIC, M_GRADNORM, M_LR, M_VALUE, M_AGMED, M_AGCLIP, M_REG, M_NONFINITE, M_CONSTR, M_ADV, M_COUNT
-};  // M_ADV: ∇Mimic (d) only (0 when off)
 // device scalars beyond the metrics
 enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
+
+// The device buffers, one allocation in this order, as X(name, type, count); a count of 0 leaves the pointer NULL.
+// Time-major (H, N, ...) rollout arrays as shac.c's; the counts are expressions of create's locals.
+#define SHAC_CUDA_BUFFERS(X)                                                                        \
+  X(act_rng, uint64_t, n)                      /* per-world noise streams */                         \
+  X(noise, double, s->rho > 0 ? n * a : 0)     /* (N, A) correlated noise state, rho > 0 only */     \
+  X(obs, float, hn * o) X(nobs, float, hn * o) X(mu, float, hn * a) X(act, float, hn * a)            \
+  X(rew, float, hn) X(nxt_obs, float, hn * o) X(nxt_nobs, float, hn * o) X(nxt_val, float, hn)       \
+  X(tgt, float, hn) X(coef_r, float, hn) X(coef_v, float, hn)                                        \
+  X(term, uint8_t, hn) X(trunc, uint8_t, hn) X(nonfinite, uint8_t, n)                                \
+  X(pre_q, float, hn * nq) X(pre_v, float, hn * nv) X(post_q, float, hn * nq) X(post_v, float, hn * nv) \
+  X(post_u, float, hn * nub)                                                                         \
+  X(dobs_boot, float, hn * o) X(dx_boot, float, hn * o) /* the value terms' cotangents */            \
+  X(cq, float, n * nv) X(cv, float, n * nv)             /* carried pre-state cotangent */            \
+  X(z, float, n * a) X(dact, float, n * a) X(gnorm, float, n)                                        \
+  X(dx, float, n * o) X(dobs, float, n * o) X(xs, float, n * o) /* xs: aligned copy of an input */   \
+  X(gsum, float, na)                                                                                 \
+  X(gtarget, float, hn * a) X(ybuf, float, hn * a)                                                   \
+  X(adv, float, s->beta > 0 ? hn : 0)          /* ∇Mimic (d): V_targ, then An */                     \
+  X(cx, float, mbz * o) X(cy, float, mbz) X(cdy, float, mbz) /* critic minibatch */                  \
+  X(dpart, double, part)                       /* per-world / per-element partial sums */            \
+  X(metrics, double, D_NSLOT)                                                                        \
+  X(constr, long long, 2)                      /* adj_nconstraint sums at the start and end */
+// The host mirror of the state (checkpoints; shac_state's arrays), as X(name, type, count)
+#define SHAC_CUDA_MIRROR(X)                                                                      \
+  X(h_actor, float, na) X(h_ema, float, na) X(h_am, float, na) X(h_av, float, na)                \
+  X(h_critic, float, nc) X(h_targ, float, nc) X(h_cm, float, nc) X(h_cv, float, nc)              \
+  X(h_nmean, double, o) X(h_nm2, double, o) X(h_rng, uint64_t, n)                                \
+  X(h_noise, double, s->rho > 0 ? n * a : 0)
+#define SHAC_FIELD(name, type, count) type* name;
 
 typedef struct {
   Cfg c;
@@ -59,61 +80,25 @@ typedef struct {
   int64_t asteps;    // the actor Adam's steps (host count, for the learning-rate metric)
   int norm_started;  // the normalizer has statistics (shac.c's first-iteration update done)
   cudaEvent_t ev[4];
-  // host mirror of the state (checkpoints)
-  float *h_actor, *h_critic, *h_targ, *h_ema, *h_am, *h_av, *h_cm, *h_cv;
+  char* err;  // the message buffer of the API call in progress (its caller's; NULL: none)
+  size_t errlen;
+  SHAC_CUDA_MIRROR(SHAC_FIELD)
   int64_t h_astep, h_cstep;
-  double h_ncount, *h_nmean, *h_nm2;
-  uint64_t* h_rng;
-  double* h_noise;  // (N, A), rho > 0 only
+  double h_ncount;
   double* h_metrics;  // pinned (D_NSLOT)
-  // device
-  void* block;
-  uint64_t* act_rng;                                                                          // (N)
-  double* noise;  // (N, A) correlated noise state (rho > 0; zeroed with the block)
-  float *obs, *nobs, *mu, *act, *rew, *nxt_obs, *nxt_nobs, *nxt_val, *tgt, *coef_r, *coef_v;  // (H, N, ...)
-  uint8_t *term, *trunc, *nonfinite;
-  float *pre_q, *pre_v, *post_q, *post_v, *post_u;
-  float *dobs_boot, *dx_boot;  // (H N, O)
-  float *cq, *cv;              // (N, nv)
-  float *z, *dact, *gnorm;     // (N, A), (N, A), (N)
-  float *dx, *dobs, *xs;       // (N, O); xs: aligned copy of a step's input
-  float* gsum;                 // (na)
-  float *gtarget, *ybuf;       // (H N, A)
-  float* adv;                  // (H N) ∇Mimic (d): V_targ, then the normalized, clipped advantages (beta > 0 only)
-  float *cx, *cy, *cdy;        // critic minibatch (mb, O), (mb), (mb)
-  double* dpart;               // per-world / per-element partial sums (max(H N A, N))
-  double* metrics;             // (D_NSLOT)
-  long long* constr;           // (2) adj_nconstraint sums at the iteration's start and end
+  void* block;        // the device buffers
+  SHAC_CUDA_BUFFERS(SHAC_FIELD)
 } ShacCuda;
 
-static uint64_t mix(uint64_t seed, uint64_t k) {  // shac.c's
-  uint64_t s = seed ^ (0xA24BAED4963EE407ULL * (k + 1));
-  return env_rng_next(&s);
-}
-
 // ---- kernels ----
-// mu = tanh(z), a = tanh(z + sigma eps) per world (float64 as shac.c), eps from the world's stream. With a noise
-// state (shac.noise_correlation = rho > 0; NULL otherwise) eps is replaced by e <- rho e + rho_c eps (rho_c =
-// sqrt(1 - rho^2), from the host): shac.c's loop, the same operations, no fused multiply-add (--fmad=false)
+// step 1's actions per world (shac_act), the world's stream kept in a register
 static __global__ void k_act(const float* __restrict__ z, int N, int A, double sigma, double rho, double rho_c,
                              uint64_t* rng, double* noise, float* mu, float* act) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
   uint64_t r = rng[w];
-  for (int j = 0; j < A; j++) {
-    size_t i = (size_t)w * A + j;
-    double zz = z[i];
-    mu[i] = (float)tanh(zz);
-    if (sigma > 0) {
-      double eps = env_rng_normal(&r);
-      if (noise) {
-        noise[i] = rho * noise[i] + rho_c * eps;
-        eps = noise[i];
-      }
-      zz += sigma * eps;
-    }
-    act[i] = (float)tanh(zz);
-  }
+  size_t i = (size_t)w * A;
+  shac_act(z + i, A, sigma, rho, rho_c, &r, noise ? noise + i : NULL, mu + i, act + i);
   rng[w] = r;
 }
 
@@ -121,31 +106,17 @@ static __global__ void k_act(const float* __restrict__ z, int N, int A, double s
 static __global__ void k_noise_reset(int N, int A, const uint8_t* __restrict__ term, const uint8_t* __restrict__ trunc,
                                      double* noise) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
-  if (w >= N || !(term[w] | trunc[w])) return;
-  for (int j = 0; j < A; j++) noise[(size_t)w * A + j] = 0;
+  if (w < N) shac_noise_end(term[w] | trunc[w], A, noise + (size_t)w * A);
 }
 
-// V = 0 after a termination; loss coefficients and the world's part of the actor loss (shac.c step 2)
+// step 2 per world (shac_coef): the loss coefficients and the world's part of the actor loss
 static __global__ void k_coef(int N, int H, double gamma, const float* __restrict__ rew,
                               const uint8_t* __restrict__ term, const uint8_t* __restrict__ trunc, float* nxt_val,
                               float* coef_r, float* coef_v, double* loss_w) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
-  double inv = 1.0 / ((double)H * N), g = 1, loss = 0;
-  for (int t = 0; t < H; t++) {
-    size_t i = (size_t)t * N + w;
-    if (term[i]) nxt_val[i] = 0;
-    int done = term[i] | trunc[i];
-    coef_r[i] = (float)(-g * inv);
-    loss += -g * inv * rew[i];
-    coef_v[i] = 0;
-    if ((done || t == H - 1) && !term[i]) {
-      coef_v[i] = (float)(-g * gamma * inv);
-      loss += -g * gamma * inv * nxt_val[i];
-    }
-    g *= gamma;
-    if (done) g = 1;
-  }
+  double loss = 0;
+  shac_coef(w, N, H, gamma, 1.0 / ((double)H * N), rew, term, trunc, nxt_val, coef_r, coef_v, &loss);
   loss_w[w] = loss;
 }
 
@@ -156,14 +127,9 @@ static __global__ void k_median(const float* __restrict__ gnorm, const uint8_t* 
   int nf = 0;
   for (int w = threadIdx.x; w < N; w += AC_RED_THREADS) nf += nonfinite[w];
   nf = ac_block_sum(nf, sh);
-  double med;
-  if (N % 2) {
-    med = ac_block_select(gnorm, N, N / 2, sh);
-  } else {
-    float lo = ac_block_select(gnorm, N, N / 2 - 1, sh), hi = ac_block_select(gnorm, N, N / 2, sh);
-    med = 0.5 * ((double)lo + hi);
-  }
-  double lim = clip_k * med;
+  float hi = ac_block_select(gnorm, N, N / 2, sh);
+  float lo = (N % 2) ? hi : ac_block_select(gnorm, N, N / 2 - 1, sh);
+  double med = shac_median(N, lo, hi), lim = shac_clip_limit(clip_k, med);
   int nc = 0;
   if (clip_k > 0)
     for (int w = threadIdx.x; w < N; w += AC_RED_THREADS) nc += gnorm[w] > lim;
@@ -176,22 +142,13 @@ static __global__ void k_median(const float* __restrict__ gnorm, const uint8_t* 
   }
 }
 
-// ∇Mimic (a) clip at the limit, keep dL/da (targets), then through tanh(z + noise)
+// ∇Mimic (a) per world (shac_clip): the clip at the limit, dL/da kept for the targets, then through tanh(z + noise)
 static __global__ void k_clip(float* dact, const float* __restrict__ gnorm, const float* __restrict__ act, int N, int A,
                               int clip, const double* __restrict__ M, float* gtarget) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
-  double lim = M[D_LIM];
-  float sc = 1;
-  int scale = clip && gnorm[w] > lim;
-  if (scale) sc = (float)(lim / gnorm[w]);
-  for (int j = 0; j < A; j++) {
-    size_t i = (size_t)w * A + j;
-    float d = dact[i];
-    if (scale) d *= sc;
-    gtarget[i] = d;
-    dact[i] = d * (1 - act[i] * act[i]);
-  }
+  size_t i = (size_t)w * A;
+  shac_clip(dact + i, gnorm[w], act + i, A, clip, M[D_LIM], gtarget + i);
 }
 
 // ∇Mimic (d) (shac.c's shac_advantages), one block over the n = H N samples: v holds V_targ(s_t) and gets
@@ -202,7 +159,7 @@ static __global__ void k_adv(const float* __restrict__ tgt, float* v, long long 
   __shared__ double sh[AC_RED_THREADS];
   double sum = 0, sabs = 0, cnt = 0, var = 0;
   for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS) {
-    float a = (float)((double)tgt[i] - (double)v[i]);
+    float a = shac_adv_raw(tgt[i], v[i]);
     v[i] = a;
     if (!isfinite(a)) continue;
     sum += a, sabs += fabs((double)a), cnt += 1;
@@ -210,86 +167,51 @@ static __global__ void k_adv(const float* __restrict__ tgt, float* v, long long 
   sum = ac_block_sum(sum, sh);
   sabs = ac_block_sum(sabs, sh);
   cnt = ac_block_sum(cnt, sh);
-  double mean = cnt > 0 ? sum / cnt : 0;
+  double mean = shac_adv_mean(sum, cnt);
   for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS)
-    if (isfinite(v[i])) var += ((double)v[i] - mean) * ((double)v[i] - mean);
+    if (isfinite(v[i])) var += shac_sq_dev(v[i], mean);
   var = ac_block_sum(var, sh);
-  double sd = cnt > 0 ? sqrt(var / cnt) : 0;
-  for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS) {
-    if (!isfinite(v[i])) {
-      v[i] = 0;
-      continue;
-    }
-    double z = ((double)v[i] - mean) / (sd + 1e-8);
-    v[i] = (float)(z > 3 ? 3 : (z < -3 ? -3 : z));
-  }
+  double sd = shac_adv_std(var, cnt);
+  for (long long i = threadIdx.x; i < n; i += AC_RED_THREADS) v[i] = shac_adv_norm(v[i], mean, sd);
   if (threadIdx.x == 0) M[M_ADV] = cnt > 0 ? sabs / cnt : 0;
 }
 
-// ∇Mimic (b), and (d) when adv is non-NULL (beta > 0), as shac.c's single shac_action_targets loop:
-// a* = clamp(mu + eta [(1 - beta) (-g / (|g| + 1e-8)) + beta An (a - mu) / (sigma sqrt(A))], -1, 1) in place of
-// g; sz = eta beta / (sigma sqrt(A)) from the host. Without adv (beta = 0) the sampled term is not even added, and
-// eta (1 - 0) is eta exactly: (b)'s bits
+// ∇Mimic (b), and (d) when adv is non-NULL (beta > 0), per sample (shac_action_target); sz = shac_zo_scale()
 static __global__ void k_targets(float* g, const float* __restrict__ mu, const float* __restrict__ act,
                                  const float* __restrict__ adv, long long n, int A, double eta, double beta,
                                  double sz) {
   long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= n) return;
-  float* gr = g + r * A;
-  const float *m = mu + r * A, *ac = act + r * A;
-  double n2 = 0;
-  for (int j = 0; j < A; j++) n2 += (double)gr[j] * gr[j];
-  double sc = n2 > 0 ? eta * (1 - beta) / (sqrt(n2) + 1e-8) : 0;
-  double za = adv ? sz * (double)adv[r] : 0;
-  for (int j = 0; j < A; j++) {
-    double a = (double)m[j] - sc * (double)gr[j];
-    if (adv) a += za * ((double)ac[j] - (double)m[j]);
-    gr[j] = (float)(a > 1 ? 1 : (a < -1 ? -1 : a));
-  }
+  shac_action_target(g + r * A, mu + r * A, act + r * A, A, eta, beta, sz, adv != NULL, adv ? adv[r] : 0);
 }
 
-// y <- (y - target) / n (the regression loss's gradient), part = 0.5 (y - target)^2
+// the target-action regression's gradient in place of y, part = 0.5 (y - target)^2 (shac_reg_grad)
 static __global__ void k_reg_grad(float* y, const float* __restrict__ tg, long long n, double HN, double* part) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  double e = (double)y[i] - (double)tg[i];
-  part[i] = 0.5 * e * e;
-  y[i] = (float)(e / HN);
+  if (i < n) part[i] = shac_reg_grad(&y[i], tg[i], HN);
 }
 
-// critic minibatch: dy = 2 (y - target) / mb, part = (y - target)^2
+// critic minibatch (shac_mse_grad): dy = 2 (y - target) / mb, part = (y - target)^2
 static __global__ void k_mse(const float* __restrict__ y, const float* __restrict__ tg, int mb, float* dy,
                              double* part) {
   int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= mb) return;
-  double e = (double)y[k] - (double)tg[k];
-  part[k] = e * e;
-  dy[k] = (float)(2 * e / mb);
+  if (k < mb) part[k] = shac_mse_grad(y[k], tg[k], mb, &dy[k]);
 }
 
-// TD(lambda) targets (DiffRL's recursion, last step forced done) and the world's sum of targets
+// TD(lambda) targets per world (shac_td) and the world's sum of targets
 static __global__ void k_td(int N, int H, double gamma, double lam, const float* __restrict__ rew,
                             const float* __restrict__ nxt_val, const uint8_t* __restrict__ term,
                             const uint8_t* __restrict__ trunc, float* tgt, double* vsum_w) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= N) return;
-  double Ai = 0, Bi = 0, lm = 1, vs = 0;
-  for (int t = H - 1; t >= 0; t--) {
-    size_t i = (size_t)t * N + w;
-    double d = (term[i] | trunc[i] | (t == H - 1)) ? 1 : 0;
-    double r = rew[i], v = nxt_val[i];
-    lm = lm * lam * (1 - d) + d;
-    if (lam < 1) Ai = (1 - d) * (lam * gamma * Ai + gamma * v + (1 - lm) / (1 - lam) * r);
-    Bi = gamma * (v * d + Bi * (1 - d)) + r;
-    tgt[i] = (float)(lam < 1 ? (1 - lam) * Ai + lm * Bi : Bi);
-    vs += tgt[i];
-  }
+  double vs = 0;
+  shac_td(w, N, H, gamma, lam, rew, nxt_val, term, trunc, tgt, &vs);
   vsum_w[w] = vs;
 }
 
 static __global__ void k_polyak(float* tp, const float* __restrict__ cp, long long n, float tau) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) tp[i] = tau * tp[i] + (1 - tau) * cp[i];
+  if (i < n) tp[i] = shac_polyak(tp[i], cp[i], tau);
 }
 
 static __global__ void k_scalar_add(double* dst, const double* __restrict__ src, double scale) { *dst += scale * *src; }
@@ -310,22 +232,14 @@ static void shac_cuda_destroy(void* p) {
     if (s->ev[i]) cudaEventDestroy(s->ev[i]);
   cudaFree(s->block);
   if (s->h_metrics) cudaFreeHost(s->h_metrics);
-  free(s->h_actor), free(s->h_critic), free(s->h_targ), free(s->h_ema), free(s->h_am), free(s->h_av);
-  free(s->h_cm), free(s->h_cv), free(s->h_nmean), free(s->h_nm2), free(s->h_rng), free(s->h_noise);
+#define SHAC_FREE(name, type, count) free(s->name);
+  SHAC_CUDA_MIRROR(SHAC_FREE)
+#undef SHAC_FREE
   free(s);
 }
 
 static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t errlen) {
   *out = NULL;
-  if (algo_shac.n_metrics != M_COUNT) {
-    snprintf(err, errlen, "shac (cuda): metric list differs from shac.c's");
-    return -1;
-  }
-  for (int i = 0; i < M_COUNT; i++)
-    if (strcmp(algo_shac.metric_names[i], kMetrics[i])) {
-      snprintf(err, errlen, "shac (cuda): metric %d differs from shac.c's", i);
-      return -1;
-    }
   ShacCuda* s = (ShacCuda*)calloc(1, sizeof(ShacCuda));
   if (!s) return -1;
   s->c = *c;
@@ -377,8 +291,8 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   if (!rc) rc = nn_cuda_mlp_create(&s->targ, &cc, maxb, 0, NULL);
   if (!rc && c->policy_obs_norm) rc = nn_cuda_norm_create(&s->norm, O, 1e-8, c->policy_obs_clip, maxb, NULL);
   uint64_t seed = (uint64_t)c->run_seed;
-  if (!rc) rc = nn_cuda_mlp_init(s->actor, mix(seed, 1));
-  if (!rc) rc = nn_cuda_mlp_init(s->critic, mix(seed, 2));
+  if (!rc) rc = nn_cuda_mlp_init(s->actor, shac_seed(seed, 1));
+  if (!rc) rc = nn_cuda_mlp_init(s->critic, shac_seed(seed, 2));
   if (rc) {
     snprintf(err, errlen, "shac (cuda): network setup failed: %s", nn_strerror(rc));
     shac_cuda_destroy(s);
@@ -411,33 +325,15 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     shac_cuda_destroy(s);
     return -1;
   }
-  // device buffers: one allocation
+  // device buffers: one allocation (SHAC_CUDA_BUFFERS), and the host mirror
   size_t hn = (size_t)HN, n = (size_t)N, nq = (size_t)s->nq, nv = (size_t)s->nv, nub = (size_t)s->nub;
-  size_t a = (size_t)A, o = (size_t)O, mbz = (size_t)s->mb;
+  size_t a = (size_t)A, o = (size_t)O, mbz = (size_t)s->mb, na = (size_t)s->na, nc = (size_t)s->nc;
   size_t part = hn * a > n ? hn * a : n;
   part = part > mbz ? part : mbz;
-  size_t sz = 0, off[64];
-  int k = 0;
-  // clang-format off
-#define SLOT(bytes) (off[k++] = sz, sz += ac_al(bytes))
-  SLOT(8 * n);                                                       // act_rng
-  SLOT(s->rho > 0 ? 8 * n * a : 0);                                  // noise
-  SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn * a), SLOT(4 * hn * a);  // obs nobs mu act
-  SLOT(4 * hn), SLOT(4 * hn * o), SLOT(4 * hn * o), SLOT(4 * hn);    // rew nxt_obs nxt_nobs nxt_val
-  SLOT(4 * hn), SLOT(4 * hn), SLOT(4 * hn);                          // tgt coef_r coef_v
-  SLOT(hn), SLOT(hn), SLOT(n);                                       // term trunc nonfinite
-  SLOT(4 * hn * nq), SLOT(4 * hn * nv), SLOT(4 * hn * nq), SLOT(4 * hn * nv), SLOT(4 * hn * nub);  // states
-  SLOT(4 * hn * o), SLOT(4 * hn * o);                                // dobs_boot dx_boot
-  SLOT(4 * n * nv), SLOT(4 * n * nv);                                // cq cv
-  SLOT(4 * n * a), SLOT(4 * n * a), SLOT(4 * n);                     // z dact gnorm
-  SLOT(4 * n * o), SLOT(4 * n * o), SLOT(4 * n * o);                 // dx dobs xs
-  SLOT(4 * (size_t)s->na);                                           // gsum
-  SLOT(4 * hn * a), SLOT(4 * hn * a);                                // gtarget ybuf
-  SLOT(s->beta > 0 ? 4 * hn : 0);                                    // adv
-  SLOT(4 * mbz * o), SLOT(4 * mbz), SLOT(4 * mbz);                   // cx cy cdy
-  SLOT(8 * part), SLOT(8 * D_NSLOT), SLOT(8 * 2);                    // dpart metrics constr
-#undef SLOT
-  // clang-format on
+  size_t sz = 0;
+#define SHAC_SIZE(name, type, count) sz += ac_al(sizeof(type) * (count));
+  SHAC_CUDA_BUFFERS(SHAC_SIZE)
+#undef SHAC_SIZE
   int ok = cudaMalloc(&s->block, sz) == cudaSuccess && cudaMemset(s->block, 0, sz) == cudaSuccess;
   for (int i = 0; i < 4 && ok; i++) ok = cudaEventCreate(&s->ev[i]) == cudaSuccess;
   ok = ok && cudaMallocHost((void**)&s->h_metrics, 8 * D_NSLOT) == cudaSuccess;
@@ -446,44 +342,21 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     shac_cuda_destroy(s);
     return -1;
   }
-  char* b = (char*)s->block;
-  k = 0;
-#define TAKE(p, type) (p = (type*)(b + off[k++]))
-  TAKE(s->act_rng, uint64_t);
-  TAKE(s->noise, double);
-  if (!(s->rho > 0)) s->noise = NULL;
-  TAKE(s->obs, float), TAKE(s->nobs, float), TAKE(s->mu, float), TAKE(s->act, float);
-  TAKE(s->rew, float), TAKE(s->nxt_obs, float), TAKE(s->nxt_nobs, float), TAKE(s->nxt_val, float);
-  TAKE(s->tgt, float), TAKE(s->coef_r, float), TAKE(s->coef_v, float);
-  TAKE(s->term, uint8_t), TAKE(s->trunc, uint8_t), TAKE(s->nonfinite, uint8_t);
-  TAKE(s->pre_q, float), TAKE(s->pre_v, float), TAKE(s->post_q, float), TAKE(s->post_v, float), TAKE(s->post_u, float);
-  TAKE(s->dobs_boot, float), TAKE(s->dx_boot, float);
-  TAKE(s->cq, float), TAKE(s->cv, float);
-  TAKE(s->z, float), TAKE(s->dact, float), TAKE(s->gnorm, float);
-  TAKE(s->dx, float), TAKE(s->dobs, float), TAKE(s->xs, float);
-  TAKE(s->gsum, float);
-  TAKE(s->gtarget, float), TAKE(s->ybuf, float);
-  TAKE(s->adv, float);
-  if (!(s->beta > 0)) s->adv = NULL;
-  TAKE(s->cx, float), TAKE(s->cy, float), TAKE(s->cdy, float);
-  TAKE(s->dpart, double), TAKE(s->metrics, double), TAKE(s->constr, long long);
-#undef TAKE
-  // host mirror
-  size_t na = (size_t)s->na, nc = (size_t)s->nc;
-  s->h_actor = (float*)calloc(na, 4), s->h_ema = (float*)calloc(na, 4);
-  s->h_am = (float*)calloc(na, 4), s->h_av = (float*)calloc(na, 4);
-  s->h_critic = (float*)calloc(nc, 4), s->h_targ = (float*)calloc(nc, 4);
-  s->h_cm = (float*)calloc(nc, 4), s->h_cv = (float*)calloc(nc, 4);
-  s->h_nmean = (double*)calloc(o, 8), s->h_nm2 = (double*)calloc(o, 8);
-  s->h_rng = (uint64_t*)calloc(n, 8);
-  if (s->rho > 0) s->h_noise = (double*)calloc(n * a, 8);
-  if (!s->h_actor || !s->h_ema || !s->h_am || !s->h_av || !s->h_critic || !s->h_targ || !s->h_cm || !s->h_cv ||
-      !s->h_nmean || !s->h_nm2 || !s->h_rng || (s->rho > 0 && !s->h_noise)) {
+  size_t at = 0;
+#define SHAC_TAKE(name, type, count) \
+  s->name = (count) != 0 ? (type*)((char*)s->block + at) : NULL, at += ac_al(sizeof(type) * (count));
+  SHAC_CUDA_BUFFERS(SHAC_TAKE)
+#undef SHAC_TAKE
+#define SHAC_HOST(name, type, count) \
+  if ((count) != 0 && !(s->name = (type*)calloc((count), sizeof(type)))) ok = 0;
+  SHAC_CUDA_MIRROR(SHAC_HOST)
+#undef SHAC_HOST
+  if (!ok) {
     snprintf(err, errlen, "shac (cuda): out of memory");
     shac_cuda_destroy(s);
     return -1;
   }
-  for (int w = 0; w < N; w++) s->h_rng[w] = mix(mix(seed, 4), (uint64_t)w);
+  for (int w = 0; w < N; w++) s->h_rng[w] = shac_seed(shac_seed(seed, 4), (uint64_t)w);
   // the target critic starts as the critic; the noise streams as shac.c's
   if (cudaMemcpy(nn_cuda_mlp_params(s->targ), nn_cuda_mlp_params(s->critic), 4 * nc, cudaMemcpyDeviceToDevice) ||
       cudaMemcpy(s->act_rng, s->h_rng, 8 * n, cudaMemcpyHostToDevice)) {
@@ -491,8 +364,8 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     shac_cuda_destroy(s);
     return -1;
   }
+  s->err = err, s->errlen = errlen;
   if (mirror_download(s)) {
-    snprintf(err, errlen, "shac (cuda): cannot read the device state back");
     shac_cuda_destroy(s);
     return -1;
   }
@@ -525,7 +398,8 @@ static int rollout_grad(ShacCuda* s) {
                         cudaMemcpyDeviceToDevice, 0));
   if (s->norm && !s->norm_started) AC_NN(nn_cuda_norm_update(s->norm, env_cuda_obs(s->E), N));  // first iteration
   s->norm_started = 1;
-  if (env_cuda_constraint_evals(s->E, s->constr) || env_cuda_tape_clear(s->E)) return -1;
+  AC_ENV(env_cuda_constraint_evals(s->E, s->constr));
+  AC_ENV(env_cuda_tape_clear(s->E));
   AC_CK(cudaEventRecord(s->ev[0], 0));
   // ---- 1. rollout (tape on) ----
   const float* actor_lin_p = nn_cuda_mlp_params(s->actor_lin);
@@ -545,10 +419,7 @@ static int rollout_grad(ShacCuda* s) {
     rec.post_ctrl = s->post_u + base * nub;
     rec.next_obs = s->nxt_obs + base * O, rec.reward = s->rew + base;
     rec.terminated = s->term + base, rec.truncated = s->trunc + base;
-    if (env_cuda_step(s->E, s->act + base * A, &rec, 1)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_step(s->E, s->act + base * A, &rec, 1));
     if (s->rho > 0) {  // shac.c: the noise state of a world whose episode ended at this step restarts at 0
       k_noise_reset<<<ac_blocks(N), AC_THREADS>>>(N, A, s->term + base, s->trunc + base, s->noise);
       AC_LAUNCHED();
@@ -561,7 +432,7 @@ static int rollout_grad(ShacCuda* s) {
   k_coef<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->rew, s->term, s->trunc, s->nxt_val, s->coef_r,
                                        s->coef_v, s->dpart);
   AC_LAUNCHED();
-  if (ac_sum(s->dpart, N, 1.0, 0, M + M_ACTOR)) return -1;
+  AC_CK(ac_sum(s->dpart, N, 1.0, 0, M + M_ACTOR));
   AC_NN(nn_cuda_mlp_backward(s->targ, s->coef_v, s->dx_boot));  // rows with coef_v = 0 give 0 (and are skipped)
   if (normalize_backward(s, s->nxt_obs, s->dx_boot, (int)HN, s->dobs_boot)) return -1;
   // ---- 3. backward through time ----
@@ -577,10 +448,7 @@ static int rollout_grad(ShacCuda* s) {
     g.reward_cot = s->coef_r + base, g.value_mask = s->coef_v + base, g.next_obs_cot = s->dobs_boot + base * O;
     g.cot_qpos = s->cq, g.cot_qvel = s->cv;
     g.act_cot = s->dact, g.act_cot_norm = s->gnorm, g.nonfinite = s->nonfinite;
-    if (env_cuda_step_backward(s->E, &g)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_step_backward(s->E, &g));
     // ∇Mimic (a): per-world clip at k x the median norm over the worlds of this step
     k_median<<<1, AC_RED_THREADS>>>(s->gnorm, s->nonfinite, N, s->clip_k, M);
     AC_LAUNCHED();
@@ -595,13 +463,10 @@ static int rollout_grad(ShacCuda* s) {
       AC_LAUNCHED();
     }
     if (normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs)) return -1;
-    if (env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub, s->dobs,
-                                     s->cq, s->cv)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub,
+                                        s->dobs, s->cq, s->cv));
   }
-  if (env_cuda_constraint_evals(s->E, s->constr + 1)) return -1;
+  AC_ENV(env_cuda_constraint_evals(s->E, s->constr + 1));
   k_constr<<<1, 1>>>(M + M_CONSTR, s->constr);
   AC_LAUNCHED();
   AC_CK(cudaEventRecord(s->ev[2], 0));
@@ -617,7 +482,7 @@ static int td_advantages(ShacCuda* s) {
   k_td<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->c.algo_lambda, s->rew, s->nxt_val, s->term, s->trunc,
                                      s->tgt, s->dpart);
   AC_LAUNCHED();
-  if (ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE)) return -1;
+  AC_CK(ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE));
   if (s->beta > 0) {
     AC_NN(nn_cuda_mlp_forward(s->targ, s->nobs, (int)HN, s->adv));  // V_targ(s_t)
     k_adv<<<1, AC_RED_THREADS>>>(s->tgt, s->adv, HN, M);
@@ -629,15 +494,16 @@ static int td_advantages(ShacCuda* s) {
 // ∇Mimic (b) (+ (d) when beta > 0): the action gradients in s->gtarget become the target actions
 static int action_targets(ShacCuda* s) {
   const long long HN = (long long)s->H * s->N;
-  double sz = s->beta > 0 ? s->eta * s->beta / (s->sigma * sqrt((double)s->A)) : 0;  // shac.c's
+  double sz = shac_zo_scale(s->eta, s->beta, s->sigma, s->A);
   // s->adv is NULL unless beta > 0
   k_targets<<<ac_blocks(HN), AC_THREADS>>>(s->gtarget, s->mu, s->act, s->adv, HN, s->A, s->eta, s->beta, sz);
   AC_LAUNCHED();
   return 0;
 }
 
-static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm) {
+static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = err, s->errlen = errlen;
   const int N = s->N, O = s->O, A = s->A, H = s->H;
   const long long HN = (long long)H * N;
   double* M = s->metrics;
@@ -657,7 +523,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
       AC_NN(nn_cuda_mlp_forward(s->actor, s->nobs, (int)HN, s->ybuf));
       k_reg_grad<<<ac_blocks(HN * A), AC_THREADS>>>(s->ybuf, s->gtarget, HN * A, (double)HN, s->dpart);
       AC_LAUNCHED();
-      if (k == 0 && ac_sum(s->dpart, HN * A, 1.0 / (double)HN, 0, M + M_REG)) return -1;
+      if (k == 0) AC_CK(ac_sum(s->dpart, HN * A, 1.0 / (double)HN, 0, M + M_REG));
       AC_NN(nn_cuda_mlp_backward(s->actor, s->ybuf, NULL));
       AC_NN(nn_cuda_adam_step(s->adam_a, actor_p, nn_cuda_mlp_grads(s->actor)));
       s->asteps++;
@@ -675,7 +541,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
       AC_NN(nn_cuda_mlp_forward(s->critic, ac_aligned(s->nobs + off * O, (long long)mb * O, s->cx), mb, s->cy));
       k_mse<<<ac_blocks(mb), AC_THREADS>>>(s->cy, s->tgt + off, mb, s->cdy, s->dpart);
       AC_LAUNCHED();
-      if (it == iters - 1 && ac_sum(s->dpart, mb, 1.0, b > 0, M + D_CLOSS)) return -1;  // the last pass's loss
+      if (it == iters - 1) AC_CK(ac_sum(s->dpart, mb, 1.0, b > 0, M + D_CLOSS));  // the last pass's loss
       AC_NN(nn_cuda_mlp_backward(s->critic, s->cdy, NULL));
       AC_NN(nn_cuda_adam_step(s->adam_c, cp, nn_cuda_mlp_grads(s->critic)));
     }
@@ -688,10 +554,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
   if (s->norm) AC_NN(nn_cuda_norm_update(s->norm, s->obs, (int)HN));
   AC_CK(cudaEventRecord(s->ev[3], 0));
   // ---- the logged scalars, once ----
-  if (env_cuda_stats_begin(s->E)) {
-    fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_stats_begin(s->E));
   AC_CK(cudaMemcpyAsync(s->h_metrics, M, 8 * D_NSLOT, cudaMemcpyDeviceToHost, 0));
   AC_CK(cudaStreamSynchronize(0));
   env_cuda_stats_end(s->E, env, NULL, NULL);
@@ -707,26 +570,15 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
 
 static int shac_cuda_state(void* p, CkTensor* t, int max, int policy_only) {
   ShacCuda* s = (ShacCuda*)p;
-  int n = 0;
-  n = ckpt_add(t, n, max, "shac/actor", CK_F32, s->h_actor, s->na, 0);
-  if (s->norm) {
-    n = ckpt_add(t, n, max, "shac/obs_norm/count", CK_F64, &s->h_ncount, 1, 0);
-    n = ckpt_add(t, n, max, "shac/obs_norm/mean", CK_F64, s->h_nmean, s->O, 0);
-    n = ckpt_add(t, n, max, "shac/obs_norm/m2", CK_F64, s->h_nm2, s->O, 0);
-  }
-  if (s->acfg.ema_decay > 0) n = ckpt_add(t, n, max, "shac/ema", CK_F32, s->h_ema, s->na, 0);
-  if (policy_only) return n;
-  n = ckpt_add(t, n, max, "shac/critic", CK_F32, s->h_critic, s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/critic_target", CK_F32, s->h_targ, s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/adam_actor/m", CK_F32, s->h_am, s->na, 0);
-  n = ckpt_add(t, n, max, "shac/adam_actor/v", CK_F32, s->h_av, s->na, 0);
-  n = ckpt_add(t, n, max, "shac/adam_actor/step", CK_I64, &s->h_astep, 1, 0);
-  n = ckpt_add(t, n, max, "shac/adam_critic/m", CK_F32, s->h_cm, s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/adam_critic/v", CK_F32, s->h_cv, s->nc, 0);
-  n = ckpt_add(t, n, max, "shac/adam_critic/step", CK_I64, &s->h_cstep, 1, 0);
-  n = ckpt_add(t, n, max, "shac/action_rng", CK_I64, s->h_rng, s->N, 0);
-  if (s->h_noise) n = ckpt_add(t, n, max, "shac/action_noise", CK_F64, s->h_noise, s->N, s->A);
-  return n;
+  ShacStateRefs r;
+  memset(&r, 0, sizeof(r));
+  r.na = s->na, r.nc = s->nc, r.N = s->N, r.O = s->O, r.A = s->A;
+  r.actor = s->h_actor, r.ema = s->acfg.ema_decay > 0 ? s->h_ema : NULL, r.critic = s->h_critic, r.targ = s->h_targ;
+  if (s->norm) r.norm_count = &s->h_ncount, r.norm_mean = s->h_nmean, r.norm_m2 = s->h_nm2;
+  r.adam_a_m = s->h_am, r.adam_a_v = s->h_av, r.adam_a_step = &s->h_astep;
+  r.adam_c_m = s->h_cm, r.adam_c_v = s->h_cv, r.adam_c_step = &s->h_cstep;
+  r.act_rng = s->h_rng, r.noise = s->h_noise;
+  return shac_state_add(&r, t, max, policy_only);
 }
 
 // the algorithm's device state -> host mirror (create fills the mirror once, so that sync(0) of a fresh run
@@ -743,14 +595,12 @@ static int mirror_download(ShacCuda* s) {
   return 0;
 }
 
-static int shac_cuda_sync(void* p, EnvBatch* env, int to_host) {
+static int shac_cuda_sync(void* p, EnvBatch* env, int to_host, char* err, size_t errlen) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = err, s->errlen = errlen;
   if (to_host) {
     if (mirror_download(s)) return -1;
-    if (env_cuda_download(s->E, env)) {
-      fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-      return -1;
-    }
+    AC_ENV(env_cuda_download(s->E, env));
     return 0;
   }
   AC_NN(nn_cuda_mlp_set_params(s->actor, s->h_actor));
@@ -761,10 +611,7 @@ static int shac_cuda_sync(void* p, EnvBatch* env, int to_host) {
   if (s->norm) AC_NN(nn_cuda_norm_upload(s->norm, s->h_ncount, s->h_nmean, s->h_nm2));
   AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
   if (s->h_noise) AC_CK(cudaMemcpy(s->noise, s->h_noise, 8 * (size_t)s->N * s->A, cudaMemcpyHostToDevice));
-  if (env_cuda_upload(s->E, env)) {
-    fprintf(stderr, "shac (cuda): %s\n", env_cuda_last_error());
-    return -1;
-  }
+  AC_ENV(env_cuda_upload(s->E, env));
   s->asteps = s->h_astep;
   s->norm_started = !s->norm || s->h_ncount > 0;  // shac.c: the first iteration's update where count == 0
   return 0;
@@ -778,6 +625,7 @@ static void shac_cuda_overflow(void* p, double* contacts, double* rows) {
 // deterministic action tanh(actor(norm(obs))), with the EMA parameters when ∇Mimic (c) is on
 static int shac_cuda_act_eval(void* p, const float* obs, int n, float* act) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = NULL, s->errlen = 0;
   if (n > s->N) return -1;
   AC_CK(cudaMemcpy(s->dobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
   if (normalize(s, s->dobs, n, s->xs)) return -1;
@@ -789,6 +637,7 @@ static int shac_cuda_act_eval(void* p, const float* obs, int n, float* act) {
 
 extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss, float* grad, float* action_grad) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = NULL, s->errlen = 0;
   (void)env;
   if (rollout_grad(s)) return -1;
   AC_CK(cudaMemcpy(s->h_metrics, s->metrics, 8 * D_NSLOT, cudaMemcpyDeviceToHost));
@@ -804,6 +653,7 @@ extern "C" int algo_shac_cuda_rollout_grad(void* p, EnvBatch* env, double* loss,
 extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv, double* adv_abs_mean);
 extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv, double* adv_abs_mean) {
   ShacCuda* s = (ShacCuda*)p;
+  s->err = NULL, s->errlen = 0;
   if (!s->regress) return -1;
   if (td_advantages(s) || action_targets(s)) return -1;
   const size_t HN = (size_t)s->H * s->N;
@@ -815,5 +665,5 @@ extern "C" int algo_shac_cuda_action_targets(void* p, float* targets, float* adv
 }
 
 extern "C" const AlgoOps algo_shac_cuda = {"shac",          shac_cuda_create,   shac_cuda_destroy, shac_cuda_iterate,
-                                           shac_cuda_state, shac_cuda_act_eval, kMetrics,          M_COUNT,
+                                           shac_cuda_state, shac_cuda_act_eval, shac_metric_names,          M_COUNT,
                                            shac_cuda_sync,  shac_cuda_overflow};

@@ -405,6 +405,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       return TRAIN_EUSER;
     }
   }
+  char why[512] = "";  // an algorithm's message
   snprintf(path, sizeof(path), "%s/config.yaml", o->run_dir);
   if (cfg_save(c, path, err, errlen)) return TRAIN_ERUN;
 
@@ -442,8 +443,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     if (!o->quiet) fprintf(stderr, "resuming %s at iteration %lld\n", ckpt, (long long)ts.iteration);
   }
   // a device backend takes the host mirror's state (random start steps, or the checkpoint just read)
-  if (ops->sync && ops->sync(algo, env, 0)) {
-    snprintf(err, errlen, "%s (%s): cannot upload the run's state", ops->name, c->run_device);
+  if (ops->sync && ops->sync(algo, env, 0, why, sizeof why)) {
+    snprintf(err, errlen, "%s (%s): cannot upload the run's state: %s", ops->name, c->run_device, why);
     rc = TRAIN_ERUN;
     goto done;
   }
@@ -480,8 +481,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     double rew_before = env->reward_total, con_before, rows_before;
     if (ops->overflow) ops->overflow(algo, &con_before, &rows_before);
     else overflow_totals(env, &con_before, &rows_before);
-    if (ops->iterate(algo, env, am, &tm)) {
-      snprintf(err, errlen, "%s: iteration %lld failed", ops->name, (long long)ts.iteration + 1);
+    if (ops->iterate(algo, env, am, &tm, why, sizeof why)) {
+      snprintf(err, errlen, "%s: iteration %lld failed: %s", ops->name, (long long)ts.iteration + 1, why);
       rc = TRAIN_ERUN;
       goto done;
     }
@@ -515,8 +516,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       tb_scalars(tb, ts.iteration, ft, fv, nf);
     }
     int ck = (c->run_checkpoint_every > 0 && ts.iteration % c->run_checkpoint_every == 0) || ts.iteration == total;
-    if (ck && ops->sync && ops->sync(algo, env, 1)) {
-      snprintf(err, errlen, "%s (%s): cannot download the run's state", ops->name, c->run_device);
+    if (ck && ops->sync && ops->sync(algo, env, 1, why, sizeof why)) {
+      snprintf(err, errlen, "%s (%s): cannot download the run's state: %s", ops->name, c->run_device, why);
       rc = TRAIN_ERUN;
       goto done;
     }

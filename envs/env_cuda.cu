@@ -10,23 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cuda_check.cuh"
 #include "env_cuda_tasks.h"  // ENV_CUDA_TASK_LIST(X): the tasks compiled for the device
 #include "envs/env_cuda_impl.h"
 
 #define STATS_THREADS 1024  // the statistics kernel's one block
 #define FULL_MASK 0xffffffffu
 
-static char g_err[512] = "";
-extern "C" const char* env_cuda_last_error(void) { return g_err; }
+extern "C" const char* env_cuda_last_error(const EnvCuda* e) { return e->err; }
 
-#define CU(call)                                                                                          \
-  do {                                                                                                    \
-    cudaError_t e_ = (call);                                                                              \
-    if (e_ != cudaSuccess) {                                                                              \
-      snprintf(g_err, sizeof(g_err), "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return -1;                                                                                          \
-    }                                                                                                     \
-  } while (0)
+// the one CUDA check (common/cuda_check.cuh) inside the API functions of EnvCuda* e: the message goes to e->err
+#define CU(call) ADJ_CUDA_CHECK(call, e->err, sizeof(e->err), -1)
 
 // ---- the task table (launchers defined in the generated env_cuda_{step,grad}_<task>.cu) ----
 #define ENV_CUDA_DECL(task)                                                                                      \
@@ -221,7 +215,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   E->data = host->data_bytes ? e->fields : NULL;
   for (int f = 0; f < ti->nstate; f++) E->st[f] = (char*)e->fields + foff[f];
   if (env_cuda_upload(e, host)) {
-    snprintf(err, errlen, "CUDA environment: %s", g_err);
+    snprintf(err, errlen, "CUDA environment: %s", e->err);
     env_cuda_destroy(e);
     return -1;
   }
@@ -242,7 +236,7 @@ extern "C" int env_cuda_upload(EnvCuda* e, const EnvBatch* h) {
   const EnvDev* E = &e->E;
   size_t n = (size_t)E->N;
   if (simcuda_upload(e->g, h->d)) {
-    snprintf(g_err, sizeof(g_err), "%s", simcuda_last_error());
+    snprintf(e->err, sizeof(e->err), "%s", simcuda_last_error());
     return -1;
   }
   CU(cudaMemcpy(E->t, h->t, 4 * n, cudaMemcpyHostToDevice));
@@ -267,7 +261,7 @@ extern "C" int env_cuda_download(EnvCuda* e, EnvBatch* h) {
   const EnvDev* E = &e->E;
   size_t n = (size_t)E->N;
   if (simcuda_download(e->g, h->d)) {
-    snprintf(g_err, sizeof(g_err), "%s", simcuda_last_error());
+    snprintf(e->err, sizeof(e->err), "%s", simcuda_last_error());
     return -1;
   }
   CU(cudaMemcpy(h->t, E->t, 4 * n, cudaMemcpyDeviceToHost));
@@ -302,7 +296,7 @@ extern "C" int env_cuda_tape_clear(EnvCuda* e) {
 
 extern "C" int env_cuda_step(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record_tape) {
   if (record_tape && !e->adj) {
-    snprintf(g_err, sizeof(g_err), "env_cuda_step: gradients not enabled (env_enable_gradients before create)");
+    snprintf(e->err, sizeof(e->err), "env_cuda_step: gradients not enabled (env_enable_gradients before create)");
     return -1;
   }
   e->task->step(e, act, rec, record_tape);
@@ -314,7 +308,7 @@ extern "C" int env_cuda_step(EnvCuda* e, const float* act, const EnvCudaRecord* 
 
 extern "C" int env_cuda_step_backward(EnvCuda* e, const EnvCudaStepGrad* g) {
   if (!e->adj) {
-    snprintf(g_err, sizeof(g_err), "env_cuda_step_backward: gradients not enabled");
+    snprintf(e->err, sizeof(e->err), "env_cuda_step_backward: gradients not enabled");
     return -1;
   }
   e->task->backward(e, g);

@@ -53,7 +53,7 @@ typedef struct {
 // The device copy of host's worlds (host->m must already have gradients enabled when steps are to be recorded).
 int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, size_t errlen);
 void env_cuda_destroy(EnvCuda* e);
-const char* env_cuda_last_error(void);                  // message of the last failed call
+const char* env_cuda_last_error(const EnvCuda* e);      // message of e's last failed call
 int env_cuda_upload(EnvCuda* e, const EnvBatch* host);  // host mirror -> device (synchronous)
 int env_cuda_download(EnvCuda* e, EnvBatch* host);      // device -> host mirror (synchronous)
 

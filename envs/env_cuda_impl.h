@@ -68,6 +68,7 @@ struct EnvCuda {
   void* block;               // the device allocation of E's arrays
   void* fields;              // the device allocation of the task's data and state
   EnvCudaStats* stats_host;  // pinned
+  char err[512];             // the message of the last failed call (env_cuda_last_error)
 };
 
 #endif

@@ -5,20 +5,16 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "common/cuda_check.cuh"
 #include "nn/nn_cuda.h"
 
 #define NN_MAX_LAYERS (NN_MAX_HIDDEN + 1)
 #define NN_MAX_PLANS 8
 #define NN_LT_WORKSPACE (32u << 20)
 
-#define CK(x)                                    \
-  do {                                           \
-    if ((x) != cudaSuccess) return NN_ECUDA;     \
-  } while (0)
-#define CKB(x)                                          \
-  do {                                                  \
-    if ((x) != CUBLAS_STATUS_SUCCESS) return NN_ECUBLAS; \
-  } while (0)
+// the one CUDA check (common/cuda_check.cuh); nn's API reports codes (nn_strerror), no message
+#define CK(x) ADJ_CUDA_CHECK(x, NULL, 0, NN_ECUDA)
+#define CKB(x) ADJ_CUDA_CHECK(x, NULL, 0, NN_ECUBLAS)
 #define CKL() CK(cudaGetLastError())
 
 typedef struct {

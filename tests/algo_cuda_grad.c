@@ -38,6 +38,8 @@
 #include "algo/algo_cuda.h"
 #include "algo/shac.c"
 #include "sim/cuda/sim_cuda.h"
+
+static char msg[512];  // the algorithms' messages
 #include "tests/test.h"
 
 // the CUDA comparison is made at a state where a 1e-7 relative perturbation moves the CPU's own gradients by less
@@ -67,7 +69,7 @@ static void compare(Shac* cs, EnvBatch* ce, void* gs, EnvBatch* ge, const char* 
   float* ag = malloc(sizeof(float) * hna);
   int rc = algo_shac_cuda_rollout_grad(gs, ge, &lg, g, ag);
   TEST_CHECK(rc == 0, "%s: CUDA rollout_grad failed", label);
-  TEST_CHECK(algo_shac_cuda.sync(gs, ge, 1) == 0, "%s: download", label);
+  TEST_CHECK(algo_shac_cuda.sync(gs, ge, 1, msg, sizeof msg) == 0, "%s: download: %s", label, msg);
   double eo = rel_l2(ge->obs, ce->obs, (size_t)ce->nworld * ce->obs_dim);
   double eg = cs->regress ? 0 : rel_l2(g, cs->gsum, na);
   double ea = rel_l2(ag, cs->gtarget, hna);
@@ -138,7 +140,7 @@ static void copy_host(const AlgoOps* so, void* sp, EnvBatch* se, const AlgoOps* 
 // the CPU run's state into the CUDA run's host mirror, then up
 static void copy_state(void* cp, EnvBatch* ce, void* gp, EnvBatch* ge) {
   copy_host(&algo_shac, cp, ce, &algo_shac_cuda, gp, ge);
-  TEST_CHECK(algo_shac_cuda.sync(gp, ge, 0) == 0, "upload");
+  TEST_CHECK(algo_shac_cuda.sync(gp, ge, 0, msg, sizeof msg) == 0, "upload: %s", msg);
 }
 
 // The CPU alone at the CPU run's state: two CPU twins of it, the second with its actor parameters and velocities
@@ -192,7 +194,7 @@ static void check(const char* config, const char* override, const char* label) {
   if (!cp || !gp) return;
   env_randomize_episode_start(ce);
   env_randomize_episode_start(ge);
-  TEST_CHECK(algo_shac_cuda.sync(gp, ge, 0) == 0, "upload");
+  TEST_CHECK(algo_shac_cuda.sync(gp, ge, 0, msg, sizeof msg) == 0, "upload: %s", msg);
   Shac* cs = (Shac*)cp;
   char lab[128];
   snprintf(lab, sizeof(lab), "%s, fresh (loss, obs only)", label);
@@ -202,12 +204,12 @@ static void check(const char* config, const char* override, const char* label) {
   double m1[M_COUNT], m2[M_COUNT];
   AlgoTimes tm = {0, 0, 0};
   int iters = 3;
-  for (int k = 0; k < iters; k++) TEST_CHECK(shac_iterate(cp, ce, m1, &tm) == 0, "cpu iterate");
+  for (int k = 0; k < iters; k++) TEST_CHECK(shac_iterate(cp, ce, m1, &tm, msg, sizeof msg) == 0, "cpu iterate");
   // a state where the CPU alone is well-conditioned (see the header): one more CPU iteration while it is not
   double sens = cpu_sensitivity(&c, cp, ce);
   printf("  %-40s CPU alone, 1e-7 perturbation: gradients rel %.1e\n", label, sens);
   while (!(sens < kCondTol) && iters < kMaxIters) {
-    TEST_CHECK(shac_iterate(cp, ce, m1, &tm) == 0, "cpu iterate");
+    TEST_CHECK(shac_iterate(cp, ce, m1, &tm, msg, sizeof msg) == 0, "cpu iterate");
     iters++;
     sens = cpu_sensitivity(&c, cp, ce);
     printf("  %-40s CPU alone after %d iterations: gradients rel %.1e\n", label, iters, sens);
@@ -219,14 +221,14 @@ static void check(const char* config, const char* override, const char* label) {
   compare(cs, ce, gp, ge, lab, 1e-3, 1);
   // one full iteration each from the same state
   copy_state(cp, ce, gp, ge);
-  TEST_CHECK(shac_iterate(cp, ce, m1, &tm) == 0, "cpu iterate");
-  TEST_CHECK(algo_shac_cuda.iterate(gp, ge, m2, &tm) == 0, "cuda iterate");
+  TEST_CHECK(shac_iterate(cp, ce, m1, &tm, msg, sizeof msg) == 0, "cpu iterate");
+  TEST_CHECK(algo_shac_cuda.iterate(gp, ge, m2, &tm, msg, sizeof msg) == 0, "cuda iterate: %s", msg);
   printf("  %-40s critic loss cpu %.6e cuda %.6e, value mean cpu %.6e cuda %.6e, grad norm cpu %.6e cuda %.6e\n", label,
          m1[M_CRITIC], m2[M_CRITIC], m1[M_VALUE], m2[M_VALUE], m1[M_GRADNORM], m2[M_GRADNORM]);
   printf("  %-40s advantage_abs_mean cpu %.6e cuda %.6e\n", label, m1[M_ADV], m2[M_ADV]);
   for (int k = 0; k < 4; k++) {
     int i = k == 0 ? M_CRITIC : (k == 1 ? M_VALUE : (k == 2 ? M_GRADNORM : M_ADV));
-    TEST_CHECK(fabs(m1[i] - m2[i]) <= 1e-3 * fabs(m1[i]) + 1e-9, "%s: metric %s: cpu %g cuda %g", label, kMetrics[i],
+    TEST_CHECK(fabs(m1[i] - m2[i]) <= 1e-3 * fabs(m1[i]) + 1e-9, "%s: metric %s: cpu %g cuda %g", label, shac_metric_names[i],
                m1[i], m2[i]);
   }
   shac_destroy(cp);

@@ -39,7 +39,7 @@ int main(void) {
   for (int i = 0; i < TN; i++) {
     for (int j = 0; j < s->A; j++) s->act[i * s->A + j] = s->mu[i * s->A + j] + (float)(0.8 * env_rng_normal(&rng));
     // old log-probabilities off by up to +-0.5: ratios inside and outside [1 - clip, 1 + clip]
-    s->logp[i] = (float)(gauss_logp(s->act + i * s->A, s->mu + i * s->A, s->log_std, s->A) +
+    s->logp[i] = (float)(ppo_gauss_logp(s->act + i * s->A, s->mu + i * s->A, s->log_std, s->A) +
                          (env_rng_uniform(&rng) - 0.5));
     s->val[i] = (float)(env_rng_normal(&rng));
     s->ret[i] = s->val[i] + (float)(0.6 * env_rng_normal(&rng));

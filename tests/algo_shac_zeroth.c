@@ -57,7 +57,7 @@ static Shac* open_run(const Cfg* c, int iters, EnvBatch** e, double* met, AlgoTi
     env_destroy(*e), *e = NULL;
     return NULL;
   }
-  for (int k = 0; k < iters; k++) TEST_CHECK(shac_iterate(sp, *e, met, tm) == 0, "iterate %d", k);
+  for (int k = 0; k < iters; k++) TEST_CHECK(shac_iterate(sp, *e, met, tm, NULL, 0) == 0, "iterate %d", k);
   return (Shac*)sp;
 }
 
