@@ -6,8 +6,8 @@
 // line search) from the same data, so all lanes take the same branches. Sums over rows or dofs are lane sums
 // (sim_port.h: 32 strided partials, a fixed tree), so every lane gets the same bits on the CPU and the GPU.
 // Vector work is partitioned: rows across lanes (J v, forces, quadratics, line-search terms), dofs across
-// lanes (J' f, updates, triangular solves), Hessian entries and Cholesky rows across lanes; the remaining
-// sequential parts (M v, the LDL solve of the first certificate, island discovery) run on lane 0. Vectors live in dof space
+// lanes (J' f, M v, updates, triangular solves), Hessian entries and Cholesky rows across lanes; the remaining
+// sequential parts (the LDL solve of the first certificate, island discovery) run on lane 0. Vectors live in dof space
 // (SimData qacc, sol_*); an island solve reads and writes only its own dofs (map_idof2dof) and rows
 // (map_iefc2efc), so islands never interact.
 
@@ -127,19 +127,23 @@ SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
 // ---- shared pieces ----
 
 
-// res = M v on a set of dofs closed under the tree (mju_mulSymVecSparse order); dofs NULL: all dofs
+// res = M v on a set of dofs closed under the tree (dofs NULL: all dofs), one output per lane. M's row i holds
+// the ancestor dofs of i (ascending, diagonal last) and a dof's descendants follow it contiguously, each with i
+// at position rownnz(i) - 1 of its row. Each output sums its own row (descending), then its descendants' entries
+// (ascending): the order in which mju_mulSymVecSparse's row sweep accumulates it.
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
-                          int n) {
-  for (int k = 0; k < n; k++) res[dofs ? dofs[k] : k] = 0;
-  for (int k = 0; k < n; k++) {
+                          int n, int lane, int nlane) {
+  int nv = m->nv;
+  for (int k = lane; k < n; k += nlane) {
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
-    res[i] = M[adr + diag] * v[i];
-    for (int q = diag - 1; q >= 0; q--) {
-      int j = m->M_colind[adr + q];
-      sim_real val = M[adr + q];
-      res[i] += val * v[j];
-      res[j] += val * v[i];
+    sim_real s = M[adr + diag] * v[i];
+    for (int q = diag - 1; q >= 0; q--) s += M[adr + q] * v[m->M_colind[adr + q]];
+    for (int c = i + 1; c < nv; c++) {
+      int cadr = m->M_rowadr[c];
+      if (m->M_rownnz[c] <= diag + 1 || m->M_colind[cadr + diag] != i) break;
+      s += M[cadr + diag] * v[c];
     }
+    res[i] = s;
   }
 }
 
@@ -318,7 +322,7 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
   if (snorm < (sim_real)SIM_MINVAL) return 0;
   sim_real gtol = tolerance * snorm / c->scale;
 
-  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n);
+  sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n, lane, nlane);
   for (int q = lane; q < c->nr; q += nlane) {
     int i = c->rows[q];
     sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
@@ -568,7 +572,7 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   sim_real* grad = d->sol_grad;
   sim_real* Mgrad = d->sol_Mgrad;
 
-  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n);
+  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
   for (int q = lane; q < nr; q += nlane) {
     int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
@@ -655,7 +659,7 @@ SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, in
     d->efc_Jaref[r] = s - d->efc_aref[r];
     d->efc_Jv[r] = t - d->efc_aref[r];
   }
-  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc_warmstart, 0, nv);
+  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc_warmstart, 0, nv, lane, nlane);
   SIM_SYNC();
   sim_real cost_ws = sim_constraint_update(d, allrows, nefc, d->efc_Jaref, lane, nlane), gauss_ws;
   SIM_LSUM(gauss_ws, nv, i,
