@@ -187,27 +187,13 @@ SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
   }
   SIM_SYNC();
 
-  // contact addresses in pair order (an exclusive prefix over the pair counts); the later pairs beyond capacity
-  // are dropped. Lane l scans a contiguous chunk of pairs, then adds the totals of the chunks before it: integer
-  // sums, exact in any grouping, so the addresses do not depend on the number of lanes.
-  int npair = m->npair, chunk = (npair + nlane - 1) / nlane;
-  int pa = SIM_MIN(lane * chunk, npair), pb = SIM_MIN(pa + chunk, npair);
-  int run = 0;
-  for (int p = pa; p < pb; p++) {
-    d->col_pair_adr[p] = run;
-    run += d->col_pair_ncon[p];
-  }
-  SIM_SYNC();
-  int off = 0, total = 0;
-  for (int c = 0; c < nlane; c++) {
-    int c0 = SIM_MIN(c * chunk, npair), c1 = SIM_MIN(c0 + chunk, npair);
-    int t = c1 > c0 ? d->col_pair_adr[c1 - 1] + d->col_pair_ncon[c1 - 1] : 0;
-    if (c < lane) off += t;
-    total += t;
-  }
-  SIM_SYNC();  // every lane has read the chunk totals
-  for (int p = pa; p < pb; p++) d->col_pair_adr[p] += off;
+  // contact addresses in pair order; the later pairs beyond capacity are dropped
   if (lane == 0) {
+    int total = 0;
+    for (int p = 0; p < m->npair; p++) {
+      d->col_pair_adr[p] = total;
+      total += d->col_pair_ncon[p];
+    }
     int ncon = total < m->nconmax ? total : m->nconmax;
     d->ncon[0] = ncon;
     d->ncon_overflow[0] += total - ncon;
