@@ -121,15 +121,22 @@ SIM_FN sim_real sim_lsum(sim_real* part, int lane, int nlane) {
   return out;
 }
 
+// Partial loop: k counts a lane's partials, p is the partial's index. On the GPU a lane has exactly one
+// (p = lane, k = 0, a constant), so partial arrays stay in registers instead of local memory.
+#ifdef __CUDA_ARCH__
+#define SIM_PART_LOOP(k, p, lane, nlane) for (int k = 0, p = (lane); k < 1; k++)
+#else
+#define SIM_PART_LOOP(k, p, lane, nlane) for (int k = 0, p = (lane); p < SIM_NPART; k++, p += (nlane))
+#endif
+
 // out = sum over I in [0, n) of EXPR (an expression in the int I), in the lane-sum order above
 #define SIM_LSUM(out, n, I, EXPR, lane, nlane)                               \
   do {                                                                       \
     sim_real lsum_part_[SIM_LPART];                                          \
-    int lsum_k_ = 0;                                                         \
-    for (int lsum_p_ = (lane); lsum_p_ < SIM_NPART; lsum_p_ += (nlane)) {    \
+    SIM_PART_LOOP(lsum_k_, lsum_p_, lane, nlane) {                           \
       sim_real lsum_s_ = 0;                                                  \
       for (int I = lsum_p_; I < (n); I += SIM_NPART) lsum_s_ += (EXPR);      \
-      lsum_part_[lsum_k_++] = lsum_s_;                                       \
+      lsum_part_[lsum_k_] = lsum_s_;                                         \
     }                                                                        \
     (out) = sim_lsum(lsum_part_, (lane), (nlane));                           \
   } while (0)

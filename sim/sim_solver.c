@@ -229,8 +229,7 @@ SIM_FN sim_real sim_friction_costdif(sim_real start, sim_real x, sim_real f, sim
 SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p, int lane, int nlane) {
   sim_real alpha = p->alpha;
   sim_real part[6 * SIM_LPART];
-  int k = 0;
-  for (int pp = lane; pp < SIM_NPART; pp += nlane, k++) {
+  SIM_PART_LOOP(k, pp, lane, nlane) {
     sim_real cost = 0, deriv0 = 0, deriv1 = 0, qt0 = 0, qt1 = 0, qt2 = 0;
     for (int q = pp; q < c->nr; q += SIM_NPART) {
       int i = c->rows[q], type = d->efc_type[i];
