@@ -289,7 +289,7 @@ SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) 
     ctx.n = nv;
     ctx.nr = nefc;
     sim_hessian_factor(m, d, &ctx, lane, nlane);
-    sim_chol_solve(d, &ctx, lane);
+    sim_chol_solve(d, &ctx, lane, nlane);
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->sol_Mgrad[i];
   }
   for (int i = lane; i < nv; i += nlane) d->adj_qfrc_smooth[i] += lambda[i];

@@ -71,8 +71,10 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_Mgrad, nv, 1)                                                                    \
   X(sim_real, sol_search, nv, 1)                                                                   \
   X(sim_real, sol_cholupd, nv, 1)                                                                  \
+  X(sim_real, sol_H, nv, m->nv)       /* island Hessian M + J' D J (lower, island-local) */        \
   X(sim_real, sol_L, nv, m->nv)       /* dense Cholesky factor of the island Hessian (lower) */    \
-  X(int, sol_flag, one, 1)            /* lane 0 -> all lanes: the Hessian needs a full refactor */
+  X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
+  X(int, sol_flag, one, 1)            /* lane 0 -> all lanes: number of changed rows */
 
 // host only: row-capacity override read by sim_constraint_sizes (> 0 replaces the derived capacity)
 #ifndef __CUDACC__

@@ -36,13 +36,19 @@ SIM_FN void sim_advance(const SimModel* m, SimWorld* d, const sim_real* qacc, co
 }
 
 // qDeriv restricted to M's lower-triangular pattern (what implicitfast reads, via MuJoCo's mapD2M):
-// actuators with affine bias/gain (skipped while force-clamped), dof dampers, tendon dampers.
-SIM_FN void sim_qDeriv(const SimModel* m, SimWorld* d, int lane) {
-  if (lane == 0) {
-    sim_real* D = d->qDeriv;
-    for (int k = 0; k < m->nM; k++) D[k] = 0;
+// actuators with affine bias/gain (skipped while force-clamped), dof dampers, tendon dampers. Row i of the
+// pattern belongs to lane i % nlane, which adds the terms that land in it in the serial order (actuators,
+// dampers, tendons), so every entry sums the same terms in the same order for any number of lanes.
+SIM_FN void sim_qDeriv(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_real* D = d->qDeriv;
+  for (int i = lane; i < m->nv; i += nlane) {
+    int radr = m->M_rowadr[i], rnnz = m->M_rownnz[i];
+    for (int k = radr; k < radr + rnnz; k++) D[k] = 0;
     if (!(m->disableflags & SIM_DSBL_ACTUATION)) {
       for (int a = 0; a < m->nu; a++) {
+        int adr = m->actuator_momadr[a], num = m->actuator_momnum[a], in = 0;
+        for (int p = 0; p < num && !in; p++) in = m->moment_dof[adr + p] == i;
+        if (!in) continue;
         if (m->actuator_forcelimited[a]) {
           sim_real f = d->actuator_force[a];
           if (f <= m->actuator_forcerange[2 * a] || f >= m->actuator_forcerange[2 * a + 1]) continue;
@@ -53,15 +59,12 @@ SIM_FN void sim_qDeriv(const SimModel* m, SimWorld* d, int lane) {
           b += m->actuator_gainprm[3 * a + 2] * d->ctrl[a];  // raw ctrl, as MuJoCo
         if (b == 0) continue;
         // D += b * moment' moment, entries (i, j) with j ancestor-or-self of i
-        int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
         for (int p = 0; p < num; p++) {
-          int i = m->moment_dof[adr + p];
+          if (m->moment_dof[adr + p] != i) continue;
           for (int q = 0; q < num; q++) {
             int j = m->moment_dof[adr + q];
             if (j > i) continue;
-            // find column j in row i
-            int radr = m->M_rowadr[i], rnnz = m->M_rownnz[i];
-            for (int k = radr; k < radr + rnnz; k++)
+            for (int k = radr; k < radr + rnnz; k++)  // column j in row i
               if (m->M_colind[k] == j) {
                 D[k] += b * m->moment_val[adr + p] * m->moment_val[adr + q];
                 break;
@@ -71,21 +74,19 @@ SIM_FN void sim_qDeriv(const SimModel* m, SimWorld* d, int lane) {
       }
     }
     if (!(m->disableflags & SIM_DSBL_DAMPER)) {
-      for (int i = 0; i < m->nv; i++) {
-        D[m->M_rowadr[i] + m->M_rownnz[i] - 1] -=
-            simu_xPolyForceDeriv(m->dof_damping[i], m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i], 1);
-      }
+      D[radr + rnnz - 1] -= simu_xPolyForceDeriv(m->dof_damping[i], m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i], 1);
       for (int t = 0; t < m->ntendon; t++) {
+        int adr = m->tendon_adr[t], num = m->tendon_num[t], in = 0;
+        for (int p = 0; p < num && !in; p++) in = m->wrap_dofadr[adr + p] == i;
+        if (!in) continue;
         sim_real B = -simu_xPolyForceDeriv(m->tendon_damping[t], m->tendon_dampingpoly + SIM_NPOLY * t,
                                            d->ten_velocity[t], 1);
         if (B == 0) continue;
-        int adr = m->tendon_adr[t], num = m->tendon_num[t];
         for (int p = 0; p < num; p++) {
-          int i = m->wrap_dofadr[adr + p];
+          if (m->wrap_dofadr[adr + p] != i) continue;
           for (int q = 0; q < num; q++) {
             int j = m->wrap_dofadr[adr + q];
             if (j > i) continue;
-            int radr = m->M_rowadr[i], rnnz = m->M_rownnz[i];
             for (int k = radr; k < radr + rnnz; k++)
               if (m->M_colind[k] == j) {
                 D[k] += B * m->wrap_prm[adr + p] * m->wrap_prm[adr + q];
@@ -241,7 +242,7 @@ SIM_FN void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane) {
 // their unsymmetric 6x6 block with the gyroscopic derivative
 SIM_FN void sim_implicitfast(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real h = m->timestep;
-  sim_qDeriv(m, d, lane);
+  sim_qDeriv(m, d, lane, nlane);
   for (int k = lane; k < m->nM; k += nlane) d->qH[k] = d->M[k] - d->qDeriv[k] * h;
   SIM_SYNC();
   for (int j = lane; j < m->njnt; j += nlane) {

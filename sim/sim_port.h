@@ -76,4 +76,69 @@ typedef double sim_geo;
 #define SIM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
 
+// Lane sums: a fixed-order reduction for the scalars every lane needs (dot products, costs). An element loop of
+// length n is cut into SIM_NPART = 32 strided partials (partial p sums elements p, p + 32, ... in order) and
+// the partials meet in a fixed tree (offsets 16, 8, 4, 2, 1). A lane computes the partials p = lane,
+// lane + nlane, ... (< 32) into part[0], part[1], ...; sim_lsum_multi then gives every lane the same totals.
+// On the GPU (nlane = 32) a lane holds one partial and the tree is a butterfly of __shfl_xor_sync, whose sums
+// are the CPU tree's (a + b == b + a); on the CPU (nlane = 1) one lane holds all 32. The result is therefore
+// bitwise the same on both and does not depend on the number of worlds. tests/sim_lanes.c (threads as lanes)
+// provides its own sim_lsum_multi (shared array + barrier) by defining SIM_LSUM_EXTERNAL.
+#define SIM_NPART 32
+#ifdef __CUDA_ARCH__
+#define SIM_LPART 1  // partials per lane (nlane = 32)
+#else
+#define SIM_LPART SIM_NPART
+#endif
+
+#ifndef SIM_LSUM_EXTERNAL
+// part: nval x SIM_LPART partials (value v's at part + v * SIM_LPART); out: the nval totals
+SIM_FN void sim_lsum_multi(sim_real* part, int nval, sim_real* out, int lane, int nlane) {
+  (void)lane;
+  (void)nlane;
+#ifdef __CUDA_ARCH__
+  for (int v = 0; v < nval; v++) {
+    sim_real x = part[v];
+    for (int off = SIM_NPART / 2; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+    out[v] = x;
+  }
+#else
+  for (int v = 0; v < nval; v++) {
+    sim_real* p = part + v * SIM_LPART;
+    for (int off = SIM_NPART / 2; off > 0; off >>= 1)
+      for (int l = 0; l < off; l++) p[l] = p[l] + p[l + off];
+    out[v] = p[0];
+  }
+#endif
+}
+#else
+SIM_FN void sim_lsum_multi(sim_real* part, int nval, sim_real* out, int lane, int nlane);  // defined by the includer
+#endif
+
+SIM_FN sim_real sim_lsum(sim_real* part, int lane, int nlane) {
+  sim_real out;
+  sim_lsum_multi(part, 1, &out, lane, nlane);
+  return out;
+}
+
+// Partial loop: k counts a lane's partials, p is the partial's index. On the GPU a lane has exactly one
+// (p = lane, k = 0, a constant), so partial arrays stay in registers instead of local memory.
+#ifdef __CUDA_ARCH__
+#define SIM_PART_LOOP(k, p, lane, nlane) for (int k = 0, p = (lane); k < 1; k++)
+#else
+#define SIM_PART_LOOP(k, p, lane, nlane) for (int k = 0, p = (lane); p < SIM_NPART; k++, p += (nlane))
+#endif
+
+// out = sum over I in [0, n) of EXPR (an expression in the int I), in the lane-sum order above
+#define SIM_LSUM(out, n, I, EXPR, lane, nlane)                               \
+  do {                                                                       \
+    sim_real lsum_part_[SIM_LPART];                                          \
+    SIM_PART_LOOP(lsum_k_, lsum_p_, lane, nlane) {                           \
+      sim_real lsum_s_ = 0;                                                  \
+      for (int I = lsum_p_; I < (n); I += SIM_NPART) lsum_s_ += (EXPR);      \
+      lsum_part_[lsum_k_] = lsum_s_;                                         \
+    }                                                                        \
+    (out) = sim_lsum(lsum_part_, (lane), (nlane));                           \
+  } while (0)
+
 #endif

@@ -3,10 +3,11 @@
 // MuJoCo 3.12 iterate for iterate. Included by sim_constraint.c.
 //
 // Lanes: every lane runs the same control flow and computes the scalars (costs, dot products, the whole
-// line search) redundantly, in the same order, from shared data that no lane writes meanwhile, so all lanes
-// take the same branches. Vector work is partitioned: rows across lanes (J v, forces, quadratics),
-// dofs across lanes (J' f, updates), Hessian entries and Cholesky rows across lanes; the sequential parts
-// (LDL and Cholesky solves, rank-1 updates, island discovery) run on lane 0. Vectors live in dof space
+// line search) from the same data, so all lanes take the same branches. Sums over rows or dofs are lane sums
+// (sim_port.h: 32 strided partials, a fixed tree), so every lane gets the same bits on the CPU and the GPU.
+// Vector work is partitioned: rows across lanes (J v, forces, quadratics, line-search terms), dofs across
+// lanes (J' f, M v, updates, triangular solves), Hessian entries and Cholesky rows across lanes; the remaining
+// sequential parts (the LDL solve of the first certificate, island discovery) run on lane 0. Vectors live in dof space
 // (SimData qacc, sol_*); an island solve reads and writes only its own dofs (map_idof2dof) and rows
 // (map_iefc2efc), so islands never interact.
 
@@ -126,19 +127,23 @@ SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
 // ---- shared pieces ----
 
 
-// res = M v on a set of dofs closed under the tree (mju_mulSymVecSparse order); dofs NULL: all dofs
+// res = M v on a set of dofs closed under the tree (dofs NULL: all dofs), one output per lane. M's row i holds
+// the ancestor dofs of i (ascending, diagonal last) and a dof's descendants follow it contiguously, each with i
+// at position rownnz(i) - 1 of its row. Each output sums its own row (descending), then its descendants' entries
+// (ascending): the order in which mju_mulSymVecSparse's row sweep accumulates it.
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
-                          int n) {
-  for (int k = 0; k < n; k++) res[dofs ? dofs[k] : k] = 0;
-  for (int k = 0; k < n; k++) {
+                          int n, int lane, int nlane) {
+  int nv = m->nv;
+  for (int k = lane; k < n; k += nlane) {
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
-    res[i] = M[adr + diag] * v[i];
-    for (int q = diag - 1; q >= 0; q--) {
-      int j = m->M_colind[adr + q];
-      sim_real val = M[adr + q];
-      res[i] += val * v[j];
-      res[j] += val * v[i];
+    sim_real s = M[adr + diag] * v[i];
+    for (int q = diag - 1; q >= 0; q--) s += M[adr + q] * v[m->M_colind[adr + q]];
+    for (int c = i + 1; c < nv; c++) {
+      int cadr = m->M_rowadr[c];
+      if (m->M_rownnz[c] <= diag + 1 || m->M_colind[cadr + diag] != i) break;
+      s += M[cadr + diag] * v[c];
     }
+    res[i] = s;
   }
 }
 
@@ -177,15 +182,15 @@ SIM_FN sim_real sim_row_update(SimWorld* d, int i, sim_real x) {
   return (sim_real)0.5 * D * x * x;
 }
 
-// constraint update over a row list (rows across lanes); returns the total cost, summed in row order
+// constraint update over a row list (rows across lanes); returns the total cost (a lane sum over rows)
 SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
   for (int q = lane; q < nr; q += nlane) {
     int i = rows[q];
     d->efc_cost[i] = sim_row_update(d, i, jar[i]);
   }
   SIM_SYNC();
-  sim_real s = 0;
-  for (int q = 0; q < nr; q++) s += d->efc_cost[rows[q]];
+  sim_real s;
+  SIM_LSUM(s, nr, q, d->efc_cost[rows[q]], lane, nlane);
   return s;
 }
 
@@ -219,43 +224,55 @@ SIM_FN sim_real sim_friction_costdif(sim_real start, sim_real x, sim_real f, sim
   return sim_friction_cost(x, f, Rf, D) - sim_friction_cost(start, f, Rf, D);
 }
 
-// PrimalEval: cost(alpha) - cost(0) and its first two derivatives (reads shared data only)
-SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p) {
-  sim_real cost = 0, alpha = p->alpha;
-  sim_real deriv0 = 0, deriv1 = 0;
-  sim_real qt0 = 0, qt1 = c->quadGauss[1], qt2 = c->quadGauss[2];
-  for (int q = 0; q < c->nr; q++) {
-    int i = c->rows[q], type = d->efc_type[i];
-    const sim_real* quad = d->efc_quad + 3 * i;
-    if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
-      sim_real start = d->efc_Jaref[i], dir = d->efc_Jv[i];
-      sim_real x = start + alpha * dir;
-      sim_real f = d->efc_frictionloss[i], D = d->efc_D[i], Rf = d->efc_R[i] * f;
-      cost += sim_friction_costdif(start, x, f, Rf, D);
-      if (-Rf < x && x < Rf) {
-        deriv0 += D * x * dir;
-        deriv1 += D * dir * dir;
-      } else if (x <= -Rf) {
-        deriv0 += -f * dir;
-      } else {
-        deriv0 += f * dir;
+// PrimalEval: cost(alpha) - cost(0) and its first two derivatives (reads shared data only). Rows across
+// lanes: each lane accumulates its strided partials of the six sums, which then meet in lane sums.
+SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p, int lane, int nlane) {
+  sim_real alpha = p->alpha;
+  sim_real part[6 * SIM_LPART];
+  SIM_PART_LOOP(k, pp, lane, nlane) {
+    sim_real cost = 0, deriv0 = 0, deriv1 = 0, qt0 = 0, qt1 = 0, qt2 = 0;
+    for (int q = pp; q < c->nr; q += SIM_NPART) {
+      int i = c->rows[q], type = d->efc_type[i];
+      const sim_real* quad = d->efc_quad + 3 * i;
+      if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
+        sim_real start = d->efc_Jaref[i], dir = d->efc_Jv[i];
+        sim_real x = start + alpha * dir;
+        sim_real f = d->efc_frictionloss[i], D = d->efc_D[i], Rf = d->efc_R[i] * f;
+        cost += sim_friction_costdif(start, x, f, Rf, D);
+        if (-Rf < x && x < Rf) {
+          deriv0 += D * x * dir;
+          deriv1 += D * dir * dir;
+        } else if (x <= -Rf) {
+          deriv0 += -f * dir;
+        } else {
+          deriv0 += f * dir;
+        }
+        continue;
       }
-      continue;
+      sim_real start = d->efc_Jaref[i];
+      sim_real x = start + alpha * d->efc_Jv[i];
+      sim_real cost0 = start < 0 ? quad[0] : 0;
+      if (x < 0) {
+        qt0 += quad[0] - cost0;
+        qt1 += quad[1];
+        qt2 += quad[2];
+      } else {
+        cost -= cost0;
+      }
     }
-    sim_real start = d->efc_Jaref[i];
-    sim_real x = start + alpha * d->efc_Jv[i];
-    sim_real cost0 = start < 0 ? quad[0] : 0;
-    if (x < 0) {
-      qt0 += quad[0] - cost0;
-      qt1 += quad[1];
-      qt2 += quad[2];
-    } else {
-      cost -= cost0;
-    }
+    part[0 * SIM_LPART + k] = cost;
+    part[1 * SIM_LPART + k] = deriv0;
+    part[2 * SIM_LPART + k] = deriv1;
+    part[3 * SIM_LPART + k] = qt0;
+    part[4 * SIM_LPART + k] = qt1;
+    part[5 * SIM_LPART + k] = qt2;
   }
-  cost += alpha * alpha * qt2 + alpha * qt1 + qt0;
-  deriv0 += 2 * alpha * qt2 + qt1;
-  deriv1 += 2 * qt2;
+  sim_real t[6];
+  sim_lsum_multi(part, 6, t, lane, nlane);
+  sim_real qt0 = t[3], qt1 = c->quadGauss[1] + t[4], qt2 = c->quadGauss[2] + t[5];
+  sim_real cost = t[0] + (alpha * alpha * qt2 + alpha * qt1 + qt0);
+  sim_real deriv0 = t[1] + (2 * alpha * qt2 + qt1);
+  sim_real deriv1 = t[2] + 2 * qt2;
   if (deriv1 <= 0) deriv1 = (sim_real)SIM_MINVAL;  // not convex: SHOULD NOT OCCUR
   p->cost = cost;
   p->deriv[0] = deriv0;
@@ -264,7 +281,8 @@ SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p) {
 }
 
 // updateBracket: move bracket p to a candidate with a same-sign derivative closer to 0
-SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, const SimPnt* cand, SimPnt* pnext) {
+SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, const SimPnt* cand, SimPnt* pnext,
+                              int lane, int nlane) {
   int flag = 0;
   for (int i = 0; i < 3; i++) {
     if (p->deriv[0] < 0 && cand[i].deriv[0] < 0 && p->deriv[0] < cand[i].deriv[0]) {
@@ -277,19 +295,20 @@ SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, cons
   }
   if (flag) {
     pnext->alpha = p->alpha - p->deriv[0] / p->deriv[1];
-    sim_primal_eval(d, c, pnext);
+    sim_primal_eval(d, c, pnext, lane, nlane);
   }
   return flag;
 }
 
-SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* dofs, int n) {
-  sim_real s = 0;
-  for (int k = 0; k < n; k++) s += a[dofs[k]] * b[dofs[k]];
+// a . b over the island's dofs (a lane sum)
+SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* dofs, int n, int lane, int nlane) {
+  sim_real s;
+  SIM_LSUM(s, n, k, a[dofs[k]] * b[dofs[k]], lane, nlane);
   return s;
 }
 
 // PrimalSearch: exact piecewise-quadratic line search along sol_search; returns alpha and the improvement.
-// Mv, Jv and the quadratics are computed across lanes; the search itself runs redundantly on every lane.
+// Jv and the quadratics are computed across lanes, every cost evaluation over rows across lanes.
 SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c, sim_real tolerance,
                                   int ls_iterations, sim_real* improvement, int lane, int nlane) {
   const int* dofs = c->dofs;
@@ -298,11 +317,11 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
   c->LSiter = 0;
   *improvement = 0;
   sim_real* v = d->sol_search;
-  sim_real snorm = sim_sqrt(sim_dot_dofs(v, v, dofs, n));
+  sim_real snorm = sim_sqrt(sim_dot_dofs(v, v, dofs, n, lane, nlane));
   if (snorm < (sim_real)SIM_MINVAL) return 0;
   sim_real gtol = tolerance * snorm / c->scale;
 
-  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n);
+  sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n, lane, nlane);
   for (int q = lane; q < c->nr; q += nlane) {
     int i = c->rows[q];
     sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
@@ -318,13 +337,13 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
     quad[2] *= (sim_real)0.5;
   }
   SIM_SYNC();
-  c->quadGauss[1] = sim_dot_dofs(v, d->sol_Ma, dofs, n) - sim_dot_dofs(d->qfrc_smooth, v, dofs, n);
-  c->quadGauss[2] = (sim_real)0.5 * sim_dot_dofs(v, d->sol_Mv, dofs, n);
+  c->quadGauss[1] = sim_dot_dofs(v, d->sol_Ma, dofs, n, lane, nlane) - sim_dot_dofs(d->qfrc_smooth, v, dofs, n, lane, nlane);
+  c->quadGauss[2] = (sim_real)0.5 * sim_dot_dofs(v, d->sol_Mv, dofs, n, lane, nlane);
 
   p0.alpha = 0;
-  sim_primal_eval(d, c, &p0);
+  sim_primal_eval(d, c, &p0, lane, nlane);
   p1.alpha = p0.alpha - p0.deriv[0] / p0.deriv[1];
-  sim_primal_eval(d, c, &p1);
+  sim_primal_eval(d, c, &p1, lane, nlane);
   if (sim_fabs(p1.deriv[0]) < gtol && (p1.alpha == 0 || p1.cost < 0)) {
     *improvement = -p1.cost;
     return p1.alpha;
@@ -336,7 +355,7 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
   while (p1.deriv[0] * dir <= -gtol && c->LSiter < ls_iterations) {
     p2 = p1;
     p1.alpha -= p1.deriv[0] / p1.deriv[1];
-    sim_primal_eval(d, c, &p1);
+    sim_primal_eval(d, c, &p1, lane, nlane);
     if (sim_fabs(p1.deriv[0]) < gtol && p1.cost < 0) {
       *improvement = -p1.cost;
       return p1.alpha;
@@ -350,10 +369,10 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
   // bracketed search
   p2next = p1;
   p1next.alpha = p1.alpha - p1.deriv[0] / p1.deriv[1];
-  sim_primal_eval(d, c, &p1next);
+  sim_primal_eval(d, c, &p1next, lane, nlane);
   while (c->LSiter < ls_iterations) {
     pmid.alpha = (sim_real)0.5 * (p1.alpha + p2.alpha);
-    sim_primal_eval(d, c, &pmid);
+    sim_primal_eval(d, c, &pmid, lane, nlane);
     SimPnt cand[3];
     cand[0] = p1next;
     cand[1] = p2next;
@@ -369,8 +388,8 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
       *improvement = -cand[best].cost;
       return cand[best].alpha;
     }
-    int b1 = sim_update_bracket(d, c, &p1, cand, &p1next);
-    int b2 = sim_update_bracket(d, c, &p2, cand, &p2next);
+    int b1 = sim_update_bracket(d, c, &p1, cand, &p1next, lane, nlane);
+    int b2 = sim_update_bracket(d, c, &p2, cand, &p2next, lane, nlane);
     if (!b1 && !b2) {
       *improvement = -pmid.cost;
       return pmid.alpha;
@@ -402,51 +421,45 @@ SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c
     d->qfrc_constraint[j] = s;
     d->sol_grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - s;
   }
-  sim_real gauss = 0;
-  for (int k = 0; k < n; k++) {
-    int j = dofs[k];
-    gauss += (sim_real)0.5 * (d->sol_Ma[j] - d->qfrc_smooth[j]) * (d->qacc[j] - d->qacc_smooth[j]);
-  }
+  sim_real gauss;
+  SIM_LSUM(gauss, n, k,
+           (sim_real)0.5 * (d->sol_Ma[dofs[k]] - d->qfrc_smooth[dofs[k]]) * (d->qacc[dofs[k]] - d->qacc_smooth[dofs[k]]),
+           lane, nlane);
   c->quadGauss[0] = gauss;
   SIM_SYNC();
   return cost + gauss;
 }
 
-// H = M + J' D J (lower, island-local n x n) over rows in the quadratic state, then L = chol(H)
-// (mju_sqrMatTD_impl, mju_addToSymSparse, mju_cholFactor with mindiag = MINVAL)
-SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
-  const int* dofs = c->dofs;
-  int n = c->n, nv = m->nv;
+// entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): rows in the quadratic
+// state in ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse)
+SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int a, int b) {
+  int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b];
+  sim_real s = 0;
+  for (int q = 0; q < c->nr; q++) {
+    int r = c->rows[q];
+    if (d->efc_state[r] != SIM_CSTATE_QUADRATIC) continue;
+    const sim_real* J = d->efc_J + (size_t)r * nv;
+    sim_real t = J[ja];
+    if (t == 0) continue;
+    s += J[jb] * (t * d->efc_D[r]);
+  }
+  // M row ja holds its tree ancestors: jb is among them or M has no entry there
+  int adr = m->M_rowadr[ja], nnz = m->M_rownnz[ja];
+  for (int q = 0; q < nnz; q++)
+    if (m->M_colind[adr + q] == jb) {
+      s += d->M[adr + q];
+      break;
+    }
+  return s;
+}
+
+// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column j needs the
+// columns < j; its rows below the diagonal go across lanes
+SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
-  // entries across lanes; each sums rows in ascending order (MuJoCo's accumulation order)
-  for (int e = lane; e < n * n; e += nlane) {
-    int a = e / n, b = e % n;
-    if (b > a) {
-      L[e] = 0;
-      continue;
-    }
-    sim_real s = 0;
-    for (int q = 0; q < c->nr; q++) {
-      int r = c->rows[q];
-      if (d->efc_state[r] != SIM_CSTATE_QUADRATIC) continue;
-      const sim_real* J = d->efc_J + (size_t)r * nv;
-      sim_real t = J[dofs[a]];
-      if (t == 0) continue;
-      s += J[dofs[b]] * (t * d->efc_D[r]);
-    }
-    L[e] = s;
-  }
+  const sim_real* H = d->sol_H;
+  for (int e = lane; e < n * n; e += nlane) L[e] = e % n <= e / n ? H[e] : 0;
   SIM_SYNC();
-  // add M by island rows (a tree's dofs are contiguous in the island list, so dof j sits at a - (i - j))
-  for (int a = lane; a < n; a += nlane) {
-    int i = dofs[a], adr = m->M_rowadr[i], nnz = m->M_rownnz[i];
-    for (int q = 0; q < nnz; q++) {
-      int j = m->M_colind[adr + q];
-      L[a * n + (a - (i - j))] += d->M[adr + q];
-    }
-  }
-  SIM_SYNC();
-  // left-looking Cholesky: column j needs columns < j; its rows below the diagonal go across lanes
   for (int j = 0; j < n; j++) {
     sim_real tmp = L[j * (n + 1)];
     for (int k = 0; k < j; k++) tmp -= L[j * n + k] * L[j * n + k];
@@ -468,69 +481,78 @@ SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, i
   }
 }
 
-// mju_cholUpdate: L L' +/- x x'; returns the rank
-SIM_FN int sim_chol_update(sim_real* L, sim_real* x, int n, int plus) {
-  int rank = n;
-  for (int k = 0; k < n; k++) {
-    if (x[k] == 0) continue;
-    sim_real Lkk = L[k * (n + 1)];
-    sim_real tmp = Lkk * Lkk + (plus ? x[k] * x[k] : -x[k] * x[k]);
-    if (tmp < (sim_real)SIM_MINVAL) {
-      tmp = (sim_real)SIM_MINVAL;
-      rank--;
-    }
-    sim_real r = sim_sqrt(tmp), cc = r / Lkk, cinv = 1 / cc, s = x[k] / Lkk;
-    L[k * (n + 1)] = r;
-    if (plus)
-      for (int i = k + 1; i < n; i++) L[i * n + k] = (L[i * n + k] + s * x[i]) * cinv;
-    else
-      for (int i = k + 1; i < n; i++) L[i * n + k] = (L[i * n + k] - s * x[i]) * cinv;
-    for (int i = k + 1; i < n; i++) x[i] = cc * x[i] - s * L[i * n + k];
+// H (entries across lanes), then L = chol(H)
+SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+  int n = c->n;
+  for (int e = lane; e < n * n; e += nlane) {
+    int a = e / n, b = e % n;
+    if (b <= a) d->sol_H[e] = sim_hessian_entry(m, d, c, a, b);
   }
-  return rank;
+  SIM_SYNC();
+  sim_chol_factor(d, n, lane, nlane);
 }
 
-// HessianIncremental: rank-1 updates (lane 0) for rows entering/leaving the quadratic state; a full refactor
-// (all lanes) when an update loses rank
+// HessianIncremental: where MuJoCo applies rank-1 updates (serial) for the rows entering or leaving the
+// quadratic state, we recompute the entries of H that such a row touches (both dofs non-zero in its J row;
+// the other entries' sums are unchanged, bit for bit) and refactor with all lanes. H is then exactly the
+// Hessian a full rebuild gives, in any precision; the factor differs from MuJoCo's updated one by rounding.
 SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n, nv = m->nv;
+  int* chg = d->sol_chg;
   if (lane == 0) {
-    d->sol_flag[0] = 0;
+    int k = 0;
     for (int q = 0; q < c->nr; q++) {
       int r = c->rows[q];
       int was = d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC, is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
-      if (was == is) continue;
-      sim_real sd = sim_sqrt(d->efc_D[r]);
-      const sim_real* J = d->efc_J + (size_t)r * nv;
-      for (int k = 0; k < n; k++) d->sol_cholupd[k] = J[c->dofs[k]] * sd;
-      if (sim_chol_update(d->sol_L, d->sol_cholupd, n, is) < n) {
-        d->sol_flag[0] = 1;
-        break;
-      }
+      if (was != is) chg[k++] = r;
     }
+    d->sol_flag[0] = k;
   }
   SIM_SYNC();
-  if (d->sol_flag[0]) sim_hessian_factor(m, d, c, lane, nlane);
+  int nchg = d->sol_flag[0];
+  if (nchg == 0) return;
+  for (int e = lane; e < n * n; e += nlane) {
+    int a = e / n, b = e % n;
+    if (b > a) continue;
+    int ja = c->dofs[a], jb = c->dofs[b], hit = 0;
+    for (int k = 0; k < nchg && !hit; k++) {
+      const sim_real* J = d->efc_J + (size_t)chg[k] * nv;
+      hit = J[ja] != 0 && J[jb] != 0;
+    }
+    if (hit) d->sol_H[e] = sim_hessian_entry(m, d, c, a, b);
+  }
+  SIM_SYNC();
+  sim_chol_factor(d, n, lane, nlane);
 }
 
-// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor), lane 0
-SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane) {
-  if (lane == 0) {
-    const int* dofs = c->dofs;
-    int n = c->n;
-    const sim_real* L = d->sol_L;
-    sim_real* res = d->sol_cholupd;  // island-local scratch
-    for (int i = 0; i < n; i++) {
-      sim_real s = d->sol_grad[dofs[i]];
-      for (int k = 0; k < i; k++) s -= L[i * n + k] * res[k];
-      res[i] = s / L[i * (n + 1)];
-    }
-    for (int i = n - 1; i >= 0; i--) {
-      for (int j = i + 1; j < n; j++) res[i] -= L[j * n + i] * res[j];
-      res[i] /= L[i * (n + 1)];
-    }
-    for (int i = 0; i < n; i++) d->sol_Mgrad[dofs[i]] = res[i];
+// first index >= start that lane owns (index i belongs to lane i % nlane)
+SIM_FN int sim_lane_first(int start, int lane, int nlane) {
+  return start + ((lane - start % nlane) % nlane + nlane) % nlane;
+}
+
+// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: res[i] belongs
+// to lane i % nlane; once res[k] is final every lane subtracts its column from the entries it owns. The
+// forward solve subtracts in MuJoCo's order (ascending k), the backward one in descending order.
+SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+  const int* dofs = c->dofs;
+  int n = c->n;
+  const sim_real* L = d->sol_L;
+  sim_real* res = d->sol_cholupd;  // island-local scratch
+  for (int i = lane; i < n; i += nlane) res[i] = d->sol_grad[dofs[i]];
+  for (int k = 0; k < n; k++) {
+    if (k % nlane == lane) res[k] = res[k] / L[k * (n + 1)];
+    SIM_SYNC();
+    sim_real x = res[k];
+    for (int i = sim_lane_first(k + 1, lane, nlane); i < n; i += nlane) res[i] -= L[i * n + k] * x;
   }
+  SIM_SYNC();  // every lane has read res[n - 1]
+  for (int j = n - 1; j >= 0; j--) {
+    if (j % nlane == lane) res[j] /= L[j * (n + 1)];
+    SIM_SYNC();
+    sim_real x = res[j];
+    for (int i = lane; i < j; i += nlane) res[i] -= L[j * n + i] * x;
+  }
+  for (int i = lane; i < n; i += nlane) d->sol_Mgrad[dofs[i]] = res[i];
   SIM_SYNC();
 }
 
@@ -549,7 +571,7 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   sim_real* grad = d->sol_grad;
   sim_real* Mgrad = d->sol_Mgrad;
 
-  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n);
+  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
   for (int q = lane; q < nr; q += nlane) {
     int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
@@ -559,11 +581,8 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   if (island < 0) {
     c->scale = 1 / (m->meaninertia * (sim_real)SIM_MAX(1, m->nv));
   } else {
-    sim_real inertia = 0;
-    for (int k = 0; k < n; k++) {
-      int j = dofs[k];
-      inertia += d->M[m->M_rowadr[j] + m->M_rownnz[j] - 1];
-    }
+    sim_real inertia;
+    SIM_LSUM(inertia, n, k, d->M[m->M_rowadr[dofs[k]] + m->M_rownnz[dofs[k]] - 1], lane, nlane);
     c->scale = 1 / inertia;
   }
   sim_real scale = c->scale;
@@ -575,13 +594,13 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
     sim_solveLD_serial(m, Mgrad, d->qLD, d->qLDiagInv);
   }
   SIM_SYNC();
-  int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n)) < tol;
-  int flg_gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n)) < tol;
+  int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane)) < tol;
+  int flg_gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n, lane, nlane)) < tol;
   int done = flg_gap && flg_gradient;
   if (!done) {
     sim_hessian_factor(m, d, c, lane, nlane);
-    sim_chol_solve(d, c, lane);
-    done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n)) < tol;
+    sim_chol_solve(d, c, lane, nlane);
+    done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane)) < tol;
   }
   if (!done)
     for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
@@ -608,10 +627,10 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
     SIM_SYNC();
     sim_primal_update(m, d, c, lane, nlane);
     sim_hessian_incremental(m, d, c, lane, nlane);
-    sim_chol_solve(d, c, lane);
+    sim_chol_solve(d, c, lane, nlane);
     sim_real improvement = scale * ls_improvement;
-    sim_real gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n));
-    sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n));
+    sim_real gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n, lane, nlane));
+    sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane));
     iter++;
     if ((improvement > 0 && improvement < tol) || gradient < tol || decrement < tol) break;
     for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
@@ -640,11 +659,13 @@ SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, in
     d->efc_Jaref[r] = s - d->efc_aref[r];
     d->efc_Jv[r] = t - d->efc_aref[r];
   }
-  if (lane == 0) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc_warmstart, 0, nv);
+  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc_warmstart, 0, nv, lane, nlane);
   SIM_SYNC();
-  sim_real cost_ws = sim_constraint_update(d, allrows, nefc, d->efc_Jaref, lane, nlane);
-  for (int i = 0; i < nv; i++)
-    cost_ws += (sim_real)0.5 * (d->sol_Ma[i] - d->qfrc_smooth[i]) * (d->qacc_warmstart[i] - d->qacc_smooth[i]);
+  sim_real cost_ws = sim_constraint_update(d, allrows, nefc, d->efc_Jaref, lane, nlane), gauss_ws;
+  SIM_LSUM(gauss_ws, nv, i,
+           (sim_real)0.5 * (d->sol_Ma[i] - d->qfrc_smooth[i]) * (d->qacc_warmstart[i] - d->qacc_smooth[i]), lane,
+           nlane);
+  cost_ws += gauss_ws;
   SIM_SYNC();
   sim_real cost_smooth = sim_constraint_update(d, allrows, nefc, d->efc_Jv, lane, nlane);
   int smooth = cost_ws > cost_smooth;

@@ -6,11 +6,30 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 
+#define SIM_LSUM_EXTERNAL
 #include "sim/sim_port.h"
 
 static pthread_barrier_t lanes_barrier;
 #undef SIM_SYNC
 #define SIM_SYNC() pthread_barrier_wait(&lanes_barrier)
+
+// lane sums as a warp does them: each lane puts its partials (p = lane, lane + nlane, ...) into a shared array,
+// then every lane runs the fixed tree over the 32 partials; the second barrier keeps the array until all read
+#define LANES_MAXVAL 8
+static sim_real lanes_part[LANES_MAXVAL][SIM_NPART];
+static inline void sim_lsum_multi(sim_real* part, int nval, sim_real* out, int lane, int nlane) {
+  for (int v = 0; v < nval; v++)
+    for (int p = lane, k = 0; p < SIM_NPART; p += nlane, k++) lanes_part[v][p] = part[v * SIM_LPART + k];
+  SIM_SYNC();
+  for (int v = 0; v < nval; v++) {
+    sim_real t[SIM_NPART];
+    for (int l = 0; l < SIM_NPART; l++) t[l] = lanes_part[v][l];
+    for (int off = SIM_NPART / 2; off > 0; off >>= 1)
+      for (int l = 0; l < off; l++) t[l] = t[l] + t[l + off];
+    out[v] = t[0];
+  }
+  SIM_SYNC();
+}
 #undef SIM_SFX
 #define SIM_SFX(name) name##_lanes
 
