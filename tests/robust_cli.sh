@@ -108,35 +108,32 @@ for v in "trainer/iteration:0:-5:is negative" "trainer/iteration:0:1e12:is out o
   check "no stray checkpoint name ($ds)" bash -c "! ls '$T/r5' | grep -q 'ckpt_-'"
 done
 
-# 6. non-finite rewards (a reward weight of 1e308: +-inf) are counted and reset per world for PPO, the run
-#    finishes with finite networks; a run whose networks turn non-finite stops with exit 1 and keeps its last
-#    good checkpoint
-"$A" train configs/hopper_ppo.yaml "env.params=forward_weight=1e308" --max-iterations 2 --num-envs 16 \
+# 6. a reward weight of 1e308 (the command that once gave +-inf rewards) and of 1e15 (once a diverging run) are
+#    refused by the task's bounds, naming the value and the range. The per-world reset on a non-finite reward
+#    and the stop of a run whose networks turn non-finite need another trigger now (not reachable from hopper's
+#    bounded constants)
+expect 2 "env.params: forward_weight = 1e\\+308 is outside \\[-1000, 1000\\]" \
+  "$A" train configs/hopper_ppo.yaml "env.params=forward_weight=1e308" --max-iterations 2 --num-envs 16 \
   --run-dir "$T/inf" --quiet
-check "PPO with +-inf rewards exits 0" test $? -eq 0
-check "PPO with +-inf rewards counts the resets" \
-  awk -F, 'NR > 1 && $6 <= 0 { bad = 1 } END { exit bad || NR < 3 }' "$T/inf/metrics.csv"
-expect 0 "return -?[0-9]" "$A" eval "$T/inf" --episodes 4
-"$A" train configs/hopper_ppo.yaml "env.params=forward_weight=1e15" ppo.learning_rate=0.1 algo.max_grad_norm=0 \
-  ppo.schedule=fixed --max-iterations 8 --num-envs 16 run.checkpoint_every=1 --run-dir "$T/div" --quiet \
-  2>"$T/div.err"
-rc=$?
-check "a diverging run exits 1" test $rc -eq 1
-check "... naming the array" grep -qE "iteration ([0-9]+): the training state turned invalid \(dataset 'ppo/" "$T/div.err"
-it=$(sed -nE 's/.*iteration ([0-9]+): the training state turned invalid.*/\1/p' "$T/div.err")
-check "... without a checkpoint of that iteration" test ! -e "$T/div/ckpt_$(printf %06d "${it:-0}").h5"
-last=$(ls "$T/div"/ckpt_*.h5 2>/dev/null | tail -1)
-if [ -n "$last" ]; then expect 0 "return" "$A" eval "$last" --episodes 2; fi
+check "... nothing written" test ! -e "$T/inf/ckpt_000001.h5"
+expect 2 "env.params: forward_weight = 1e\\+15 is outside" \
+  "$A" train configs/hopper_ppo.yaml "env.params=forward_weight=1e15" --max-iterations 8 --num-envs 16 \
+  --run-dir "$T/div" --quiet
 
 # 7. no silent truncation: a long YAML list element, a long env.params item, a long override list
 z61=$(printf '0%.0s' $(seq 61))
 z115=$(printf '0%.0s' $(seq 115))
+z320=$(printf '0%.0s' $(seq 320))
 sed "s/^\(\s*\)actor_hidden:.*/\1actor_hidden: [${z61}6400000, 32]/" configs/cartpole_ppo.yaml >"$T/long.yaml"
 grep -q "actor_hidden: \[$z61" "$T/long.yaml" || sed -i "s/^policy:/policy:\n  actor_hidden: [${z61}6400000, 32]/" "$T/long.yaml"
 expect 2 "long.yaml:[0-9]+: key 'policy.actor_hidden': list element 1 is longer than 63" \
   "$A" train "$T/long.yaml" --max-iterations 1 --run-dir "$T/long" --quiet
-expect 2 "env.params: item 'gear_scale=0000.*' is longer than 127" \
+# an item within the limit is read whole (1000, outside gear_scale's bounds, not a cut 1); a longer value is
+# refused where the config holds it (255 characters), before the task's item parser (319) sees it
+expect 2 "env.params: gear_scale = 1000 is outside" \
   "$A" train configs/hopper_ppo.yaml "env.params=gear_scale=${z115}1000" --max-iterations 1 --run-dir "$T/gs" --quiet
+expect 2 "key 'env.params': string longer than 255 characters" \
+  "$A" train configs/hopper_ppo.yaml "env.params=gear_scale=${z320}1000" --max-iterations 1 --run-dir "$T/gs" --quiet
 expect 2 "policy.actor_hidden" "$A" train configs/cartpole_ppo.yaml "policy.actor_hidden=[$(printf '1,%.0s' $(seq 600))1]" \
   --max-iterations 1 --run-dir "$T/ovr" --quiet
 
