@@ -1,4 +1,4 @@
-// motion_lafan1: the 40 shared LAFAN1 clips (skipped, 77, when absent): every clip read in manifest order with
+// motion_clips: the 40 shared LAFAN1 clips (skipped, 77, when absent): every clip read in manifest order with
 // its frame count checked, unit root quaternions, and one clip resampled to 50 Hz whose velocities equal
 // MuJoCo C's mj_differentiatePos on the G1 model (float64, <= 1e-12).
 #include <mujoco/mujoco.h>
@@ -13,14 +13,14 @@ int main(void) {
   char manifest[4096], model[4096], err[4096];
   if (sim_find_asset("lafan1_g1/MANIFEST.tsv", manifest, sizeof(manifest)) ||
       sim_find_asset("g1/scene_flat.xml", model, sizeof(model))) {
-    printf("motion_lafan1: LAFAN1 clips or G1 model not found on the asset path: skipped\n");
+    printf("motion_clips: LAFAN1 clips or G1 model not found on the asset path: skipped\n");
     return TEST_SKIP;
   }
   *strrchr(manifest, '/') = '\0';
   MotionSet set;
   int rc = motion_read_dir(manifest, MOTION_G1_NJOINT, MOTION_LAFAN1_FPS, &set, err, sizeof(err));
   TEST_CHECK(rc == 0, "read: %s", err);
-  if (rc) return test_report("motion_lafan1");
+  if (rc) return test_report("motion_clips");
   long total = 0;
   double worst = 0;
   for (int i = 0; i < set.nclip; i++) {
@@ -58,5 +58,5 @@ int main(void) {
   }
   if (m) mj_deleteModel(m);
   motion_set_free(&set);
-  return test_report("motion_lafan1");
+  return test_report("motion_clips");
 }
