@@ -51,6 +51,7 @@ expect 0 "2 clips, 117 frames .* 30 bodies, 29 joints" "$A" motion build "$T/goo
 expect 0 "walk.csv +0 +66 +1.30" "$A" motion info "$T/lib.h5"
 expect 0 "fall.csv +66 +51 +1.00" "$A" motion info "$T/lib.h5"
 expect 0 "bodies: pelvis .*torso_link" "$A" motion info "$T/lib.h5"
+expect 0 "adaptive sampling: 4 bins" "$A" motion info "$T/lib.h5"  # 66 // 50 + 1 + 51 // 50 + 1
 expect 0 "2 clips, 71 frames .* 30 fps" "$A" motion build "$T/good" -o "$T/lib30.h5" --fps 30 --model g1/scene_flat.xml
 cp "$T/lib.h5" "$T/keep.h5"
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "motion/motion_lib.h"
+#include "motion/motion_sampler.h"
 #include "sim/sim_common.h"
 #include "tools/outpath.h"
 
@@ -165,6 +166,12 @@ static int motion_info(int argc, char** argv) {
   for (int c = 0; c < lib.nclip; c++)
     printf("%-40s %8d %8d %10.2f\n", lib.clip_name[c], lib.clip_start[c], lib.clip_len[c],
            (lib.clip_len[c] - 1) / lib.fps);
+  int* bin0 = (int*)malloc(sizeof(int) * (lib.nclip + 1));
+  if (bin0) {  // the adaptive sampler's table at one control step per frame
+    printf("adaptive sampling: %d bins of ~1 s over all clips\n",
+           motion_sampler_table(lib.nclip, lib.clip_len, 1 / lib.fps, bin0, NULL));
+    free(bin0);
+  }
   printf("bodies:");
   for (int b = 0; b < lib.nbody; b++) printf(" %s", lib.body_name[b]);
   printf("\n");
