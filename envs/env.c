@@ -143,6 +143,21 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
   return env_create_task(out, tk, params, nworld, episode_steps, seed, err, errlen);
 }
 
+// the observation of a freshly reset world, zeroed where it is not finite and counted as a non-finite reset (as
+// a step's is): the policy and the normalizer never see a NaN, even from a task whose reset state is bad
+static void observe_reset(EnvBatch* e, int w) {
+  EnvTaskCtx c;
+  env_task_ctx(e, w, &c);
+  sim_real* o = e->obs + (size_t)w * e->obs_dim;
+  e->task->observe(e->m, e->d, w, &c, o);
+  for (int i = 0; i < e->obs_dim; i++)
+    if (!isfinite(o[i])) {
+      memset(o, 0, sizeof(sim_real) * (size_t)e->obs_dim);
+      e->stats[1]++, e->nan_last++;
+      break;
+    }
+}
+
 int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
                     uint64_t seed, char* err, size_t errlen) {
   *out = NULL;
@@ -233,9 +248,7 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
   }
   if (tk->info.needs_kinematics) sim_run_stage(m, d, SIM_STAGE_KINEMATICS);
   for (int w = 0; w < nworld; w++) {
-    EnvTaskCtx c;
-    env_task_ctx(e, w, &c);
-    tk->observe(m, d, w, &c, e->obs + (size_t)w * O);
+    observe_reset(e, w);
     e->nan_seen[w] = d->nan_count[w];
   }
   *out = e;
@@ -345,17 +358,13 @@ void env_step(EnvBatch* e, const sim_real* act) {
       if (bad) e->stats[1]++, e->nan_last++;
       reset_world(e, w);
       reset_any = 1;
-      if (!tk->info.needs_kinematics) tk->observe(e->m, e->d, w, &c, o);
+      if (!tk->info.needs_kinematics) observe_reset(e, w);
     }
   }
   if (reset_any && tk->info.needs_kinematics) {
     sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
     for (int w = 0; w < e->nworld; w++)
-      if (e->terminated[w] || e->truncated[w]) {
-        EnvTaskCtx c;
-        env_task_ctx(e, w, &c);
-        tk->observe(e->m, e->d, w, &c, e->obs + (size_t)w * O);
-      }
+      if (e->terminated[w] || e->truncated[w]) observe_reset(e, w);
   }
 }
 

@@ -133,6 +133,8 @@ cat >"$T/heavy.xml" <<'XML'
 </mujoco>
 XML
 expect 1 "heavy.xml: [0-9]+ error values are not finite" "$A" verify "$T/heavy.xml" --states 4 --no-grad
+check "verify --json prints a non-finite error as null (valid JSON)" bash -c \
+  "'$A' verify '$T/heavy.xml' --states 4 --no-grad --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"forward\"][\"qacc\"][\"max\"] is None'"
 
 # 10. resume falls back past a corrupt latest checkpoint, naming it; --num-envs has the key's range; elapsed
 #     continues across a resume

@@ -514,21 +514,28 @@ int verify_main(int argc, char** argv) {
             b.ncon_overflow, b.nefc_overflow);
   const char* prec = f32 ? "float32" : "float64";
   const char* be = cuda ? "cuda" : "cpu";
-  if (json) {
+  if (json) {  // JSON has no NaN or inf: a non-finite error prints as null (and the exit status says so below)
+    char jb[14][32];
+    double jv[14] = {sa.median, sa.max, sp.median, sp.max, sv.median, sv.max, sf.median, sf.max,
+                     gr.qpos.median, gr.qpos.max, gr.qvel.median, gr.qvel.max, gr.ctrl.median, gr.ctrl.max};
+    for (int i = 0; i < 14; i++)
+      if (isfinite(jv[i]))
+        snprintf(jb[i], sizeof(jb[i]), "%.6e", jv[i]);
+      else
+        snprintf(jb[i], sizeof(jb[i]), "null");
     printf("{\"model\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", \"states\": %d, "
            "\"converged\": %s, "
            "\"model_info\": {\"nq\": %d, \"nv\": %d, \"nu\": %d, \"ngeom\": %d, \"npair\": %d}, "
-           "\"forward\": {\"qacc\": {\"median\": %.6e, \"max\": %.6e}, \"qpos_next\": {\"median\": %.6e, \"max\": %.6e}, "
-           "\"qvel_next\": {\"median\": %.6e, \"max\": %.6e}, \"qfrc_constraint\": {\"median\": %.6e, \"max\": %.6e}, "
+           "\"forward\": {\"qacc\": {\"median\": %s, \"max\": %s}, \"qpos_next\": {\"median\": %s, \"max\": %s}, "
+           "\"qvel_next\": {\"median\": %s, \"max\": %s}, \"qfrc_constraint\": {\"median\": %s, \"max\": %s}, "
            "\"contacts_match\": %.6f}, \"overflow\": {\"contacts\": %lld, \"rows\": %lld}, ",
-           model, prec, be, n, converged ? "true" : "false", nq, nv, nu, (int)m->ngeom, b.npair, sa.median, sa.max,
-           sp.median, sp.max, sv.median, sv.max, sf.median, sf.max, cmatch, b.ncon_overflow, b.nefc_overflow);
+           model, prec, be, n, converged ? "true" : "false", nq, nv, nu, (int)m->ngeom, b.npair, jb[0], jb[1],
+           jb[2], jb[3], jb[4], jb[5], jb[6], jb[7], cmatch, b.ncon_overflow, b.nefc_overflow);
     if (grad)
-      printf("\"gradient\": {\"qpos\": {\"median\": %.6e, \"max\": %.6e}, \"qvel\": {\"median\": %.6e, \"max\": %.6e}, "
-             "\"ctrl\": {\"median\": %.6e, \"max\": %.6e}, \"skipped\": %d, \"skipped_clamp\": %d, "
+      printf("\"gradient\": {\"qpos\": {\"median\": %s, \"max\": %s}, \"qvel\": {\"median\": %s, \"max\": %s}, "
+             "\"ctrl\": {\"median\": %s, \"max\": %s}, \"skipped\": %d, \"skipped_clamp\": %d, "
              "\"compared\": %d}}\n",
-             gr.qpos.median, gr.qpos.max, gr.qvel.median, gr.qvel.max, gr.ctrl.median, gr.ctrl.max, gr.skipped,
-             gr.skipped_clamp, gr.compared);
+             jb[8], jb[9], jb[10], jb[11], jb[12], jb[13], gr.skipped, gr.skipped_clamp, gr.compared);
     else
       printf("\"gradient\": null}\n");
   } else {
