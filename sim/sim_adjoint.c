@@ -1,6 +1,7 @@
 // sim_adjoint.c: exact reverse-mode gradient of a control step (nsub physics substeps) for the smooth
 // dynamics: the tape, the per-substep backward that composes the stage VJPs (sim_adjoint_*.c), and the CPU
-// loops over worlds. Included at the end of sim_forward.c, so it is part of the engine's one translation
+// loops over worlds. An Euler / implicitfast substep's backward replays its forward from the tape without
+// collision detection or Newton iterations (sim_adj_forward_taped); RK4 recomputes its stages. Included at the end of sim_forward.c, so it is part of the engine's one translation
 // unit (float64 and float32 CPU engines, and the CUDA backend through sim/cuda/sim_cuda.cu).
 //
 // Backward of one evaluation of the dynamics at a state (physics.md section 3.1):
@@ -68,6 +69,57 @@ SIM_FN void sim_adj_load(const SimModel* m, SimWorld* d, int k, int lane, int nl
   SIM_SYNC();
 }
 
+// tape entry k, second part: what the forward just decided and converged to (called between the forward and
+// the integrator of a recorded Euler / implicitfast substep). Each contact keeps its narrow-phase slot, so
+// the backward's mj_setContact (simc_set_contact) rebuilds it bit for bit; the solver's final row forces and
+// states are sim_row_update of its last J qacc - aref, so that one number per row restores them.
+SIM_FN void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  int ncon = d->ncon[0], nefc = d->nefc[0];
+  sim_real* con = d->tape_con + (size_t)k * m->nconmax * 10;
+  int* id = d->tape_con_id + (size_t)k * m->nconmax * 2;
+  for (int c = lane; c < ncon; c += nlane) {
+    int p = d->contact_pair[c], slot = m->pair_conadr[p] + c - d->col_pair_adr[p];
+    for (int i = 0; i < 10; i++) con[10 * c + i] = d->col_slot[10 * slot + i];
+    id[2 * c] = p;
+    id[2 * c + 1] = d->contact_witness[c];
+  }
+  for (int r = lane; r < nefc; r += nlane) d->tape_jaref[(size_t)k * m->nefcmax + r] = d->efc_Jaref[r];
+  for (int i = lane; i < m->nv; i += nlane) {
+    d->tape_qacc[(size_t)k * m->nv + i] = d->qacc[i];
+    d->tape_qfrc_con[(size_t)k * m->nv + i] = d->qfrc_constraint[i];
+  }
+  if (lane == 0) d->tape_ncon[k] = ncon;
+  SIM_SYNC();
+}
+
+// the forward of tape entry k (its inputs loaded) without broadphase, narrow phase or Newton iterations:
+// the smooth stages, the taped contacts, their rows, and the converged solution with its row forces and
+// states, as the solver adjoint and the integrator read them
+SIM_FN void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  for (int s = SIM_STAGE_KINEMATICS; s < SIM_STAGE_CONSTRAINT; s++) {
+    if (s != SIM_STAGE_COLLISION) {
+      sim_stage_world(m, d, s, lane, nlane);
+      continue;
+    }
+    if (lane == 0) d->ncon[0] = d->tape_ncon[k];
+    SIM_SYNC();
+    const sim_real* con = d->tape_con + (size_t)k * m->nconmax * 10;
+    const int* id = d->tape_con_id + (size_t)k * m->nconmax * 2;
+    for (int c = lane; c < d->ncon[0]; c += nlane) simc_set_contact(m, d, c, id[2 * c], con + 10 * c, id[2 * c + 1]);
+    SIM_SYNC();
+  }
+  sim_make_rows(m, d, lane, nlane);
+  for (int r = lane; r < d->nefc[0]; r += nlane) {
+    d->efc_Jaref[r] = d->tape_jaref[(size_t)k * m->nefcmax + r];
+    d->efc_cost[r] = sim_row_update(d, r, d->efc_Jaref[r]);
+  }
+  for (int i = lane; i < m->nv; i += nlane) {
+    d->qacc[i] = d->tape_qacc[(size_t)k * m->nv + i];
+    d->qfrc_constraint[i] = d->tape_qfrc_con[(size_t)k * m->nv + i];
+  }
+  SIM_SYNC();
+}
+
 // backward of one evaluation at the current forward state: adj_qacc -> adj_dq, adj_dv, adj_du (added)
 SIM_FN void sim_adj_eval(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_adj_solver(m, d, lane, nlane);
@@ -80,7 +132,7 @@ SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k
   sim_real h = m->timestep;
   int nv = m->nv;
   sim_adj_load(m, d, k, lane, nlane);
-  sim_forward_world(m, d, lane, nlane);
+  sim_adj_forward_taped(m, d, k, lane, nlane);
   int implicitfast = m->integrator == SIM_INT_IMPLICITFAST;
   int damped = implicitfast || sim_adj_euler_damped(m);
   if (implicitfast) sim_implicitfast(m, d, lane, nlane);
@@ -212,12 +264,15 @@ SIM_FN void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int lane,
   SIM_SYNC();
 }
 
-// one control step of nsub physics substeps; with record, each substep's input is pushed on the tape
+// one control step of nsub physics substeps; with record, each substep's input is pushed on the tape, and
+// for Euler / implicitfast what its forward decided and converged to (RK4's backward recomputes its stages)
 SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int record, int lane, int nlane) {
   for (int s = 0; s < nsub; s++) {
+    int k = -1;
     if (record) {
-      int k = d->tape_n[0];
-      if (k < m->ntape) {
+      k = d->tape_n[0];
+      if (k >= m->ntape) k = -1;
+      if (k >= 0) {
         for (int i = lane; i < m->nq; i += nlane) d->tape_qpos[(size_t)k * m->nq + i] = d->qpos[i];
         for (int i = lane; i < m->nv; i += nlane) {
           d->tape_qvel[(size_t)k * m->nv + i] = d->qvel[i];
@@ -230,7 +285,9 @@ SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int
       }
       SIM_SYNC();
     }
-    sim_step_world(m, d, lane, nlane);
+    sim_step_forward_world(m, d, lane, nlane);
+    if (k >= 0 && m->integrator != SIM_INT_RK4) sim_adj_tape_solution(m, d, k, lane, nlane);
+    sim_step_integrate_world(m, d, lane, nlane);
   }
 }
 

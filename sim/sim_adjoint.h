@@ -7,11 +7,15 @@
 //   set d->adj_qpos (nv, tangent of mj_differentiatePos), d->adj_qvel = dL/d(final state)
 //   for t = T-1..0: sim_control_step_backward(m, d, nsub);   // adj_qpos/adj_qvel <- input cotangents,
 //                     read d->adj_ctrl (dL/dctrl_t); add per-step loss cotangents to adj_qpos/adj_qvel
-// The backward recomputes each substep from the tape (states only are stored) and keeps the world's state
-// (not its intermediates). Not on the tape: qfrc_applied (held at its current value) and time.
-// Constraint rows (contacts, joint/tendon limits, friction loss) are differentiated at the solver's fixed point
-// with the discrete decisions of each evaluation frozen (contact set and branches, row states, clamps): the
-// backward recomputes each substep from its tape entry, so it sees the same decisions as the forward did
+// The tape holds each substep's inputs and, for Euler / implicitfast, what its forward decided and converged
+// to (the contact list, each row's J qacc - aref at the solver's last update, qacc, qfrc_constraint); the
+// backward recomputes only the smooth parts from it (kinematics, inertia and factor, velocities, forces, rows
+// of the taped contacts), never the broadphase, narrow phase or Newton iterations, and gets the forward's
+// intermediates bit for bit. RK4 recomputes each substep's four evaluations from its inputs. The backward
+// keeps the world's state (not its intermediates). Not on the tape: qfrc_applied (held at its current value)
+// and time. Constraint rows (contacts, joint/tendon limits, friction loss) are differentiated at the solver's
+// fixed point with the discrete decisions of each evaluation frozen (contact set and branches, row states,
+// clamps): they come from the tape, so the backward sees the decisions the forward took
 // (sim_adjoint_constraint.c). The gradient is that of the converged solution: with the model's own
 // tolerance it is exact to the solver's residual. d->adj_nconstraint counts evaluations that had rows.
 // Parameter cotangents (adj_body_mass (nbody), adj_body_ipos (nbody, 3), adj_geom_friction (ngeom, 3)), per

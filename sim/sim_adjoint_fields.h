@@ -2,8 +2,11 @@
 // into the tables of sim_model.h. Same row format: X(type, name, count, width); sizes X(name, what).
 //
 // Both sizes are 0 unless sim_adjoint_enable() set them before sim_data_create: a forward-only SimData then
-// holds no gradient memory at all. The tape stores only the inputs of each physics substep (states are
-// recomputed in the backward pass): per world, ntape entries of (qpos, qvel, ctrl, warmstart, flags).
+// holds no gradient memory at all. The tape stores, per world, ntape entries of each physics substep's inputs
+// (qpos, qvel, ctrl, warmstart, flags) and of what its forward decided and converged to (the contact list as
+// the narrow phase left it, the solver's J qacc - aref per row, qacc, qfrc_constraint): the backward
+// recomputes the smooth parts from these, never the broadphase, narrow phase or Newton iterations. Bytes per
+// world and substep: sizeof(sim_real) (nq + 4 nv + nu + 10 nconmax + nefcmax) + 4 (nu + 1 + 2 nconmax).
 // Cotangent buffers (adj_*) hold the cotangent of the forward field of the same name at the state being
 // differentiated; adj_qpos is in the nv-dimensional tangent space of mj_integratePos/mj_differentiatePos.
 #ifndef ADJ_SIM_ADJOINT_FIELDS_H
@@ -28,6 +31,13 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, tape_ctrl, ntape, m->nu)                                                             \
   X(sim_real, tape_warm, ntape, m->nv)  /* qacc_warmstart (state of the solver, not differentiated) */ \
   X(int, tape_flags, ntape, m->nu)      /* SIM_ADJ_* bits per actuator */                          \
+  /* what the forward decided and converged to (Euler / implicitfast; sim_adjoint.c) */            \
+  X(int, tape_ncon, ntape, 1)           /* contacts */                                             \
+  X(sim_real, tape_con, ntape, m->nconmax * 10) /* per contact its narrow-phase slot (col_slot) */ \
+  X(int, tape_con_id, ntape, m->nconmax * 2)    /* per contact: pair, witness */                   \
+  X(sim_real, tape_jaref, ntape, m->nefcmax)    /* efc_Jaref at the solver's last update */        \
+  X(sim_real, tape_qacc, ntape, m->nv)  /* converged qacc */                                       \
+  X(sim_real, tape_qfrc_con, ntape, m->nv) /* qfrc_constraint at it */                             \
   /* cotangents of the step's state: in = outputs', out = inputs' (qpos: tangent space, nv) */     \
   X(sim_real, adj_qpos, adj, m->nv)                                                                \
   X(sim_real, adj_qvel, adj, m->nv)                                                                \

@@ -160,6 +160,37 @@ SIM_FN void simc_mix_friction(const SimModel* m, const sim_real* gf, int p, sim_
   fr[3] = fr[4] = f[2];
 }
 
+// mj_setContact: contact c of pair p from its narrow-phase slot s (dist, pos, normal, tangent hint) and the
+// branch that produced it. The backward rebuilds taped contacts through this function (sim_adjoint.c), so
+// they are the forward's bit for bit.
+SIM_FN void simc_set_contact(const SimModel* m, SimWorld* d, int c, int p, const sim_real* s, int witness) {
+  sim_real* frame = d->contact_frame + 9 * c;
+  d->contact_dist[c] = s[0];
+  for (int i = 0; i < 3; i++) {
+    d->contact_pos[3 * c + i] = s[1 + i];
+    frame[i] = s[4 + i];
+    frame[3 + i] = s[7 + i];
+  }
+  simc_make_frame(frame);
+  d->contact_geom[2 * c] = m->pair_geom1[p];
+  d->contact_geom[2 * c + 1] = m->pair_geom2[p];
+  d->contact_dim[c] = m->pair_dim[p];
+  d->contact_includemargin[c] = m->pair_margin[p];
+  d->contact_exclude[c] = s[0] >= m->pair_margin[p];
+  if (m->prm && m->pair_ipair[p] < 0) {  // the world's geom frictions (explicit pairs keep their own)
+    simc_mix_friction(m, d->prm_geom_friction, p, d->contact_friction + 5 * c);
+  } else {
+    for (int i = 0; i < 5; i++) d->contact_friction[5 * c + i] = m->pair_friction[5 * p + i];
+  }
+  for (int i = 0; i < 2; i++) {
+    d->contact_solref[2 * c + i] = m->pair_solref[2 * p + i];
+    d->contact_solreffriction[2 * c + i] = m->pair_solreffriction[2 * p + i];
+  }
+  for (int i = 0; i < 5; i++) d->contact_solimp[5 * c + i] = m->pair_solimp[5 * p + i];
+  d->contact_pair[c] = p;
+  d->contact_witness[c] = witness;
+}
+
 SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
   // mj_collision returns early when constraints or contacts are disabled (uniform over the lanes)
   if ((m->disableflags & (SIM_DSBL_CONSTRAINT | SIM_DSBL_CONTACT)) || m->npair == 0) {
@@ -203,35 +234,8 @@ SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
   // mj_setContact
   for (int p = lane; p < m->npair; p += nlane) {
     int n = d->col_pair_ncon[p], adr = d->col_pair_adr[p], slot = m->pair_conadr[p];
-    for (int k = 0; k < n && adr + k < m->nconmax; k++) {
-      int c = adr + k;
-      const sim_real* s = d->col_slot + 10 * (slot + k);
-      sim_real* frame = d->contact_frame + 9 * c;
-      d->contact_dist[c] = s[0];
-      for (int i = 0; i < 3; i++) {
-        d->contact_pos[3 * c + i] = s[1 + i];
-        frame[i] = s[4 + i];
-        frame[3 + i] = s[7 + i];
-      }
-      simc_make_frame(frame);
-      d->contact_geom[2 * c] = m->pair_geom1[p];
-      d->contact_geom[2 * c + 1] = m->pair_geom2[p];
-      d->contact_dim[c] = m->pair_dim[p];
-      d->contact_includemargin[c] = m->pair_margin[p];
-      d->contact_exclude[c] = s[0] >= m->pair_margin[p];
-      if (m->prm && m->pair_ipair[p] < 0) {  // the world's geom frictions (explicit pairs keep their own)
-        simc_mix_friction(m, d->prm_geom_friction, p, d->contact_friction + 5 * c);
-      } else {
-        for (int i = 0; i < 5; i++) d->contact_friction[5 * c + i] = m->pair_friction[5 * p + i];
-      }
-      for (int i = 0; i < 2; i++) {
-        d->contact_solref[2 * c + i] = m->pair_solref[2 * p + i];
-        d->contact_solreffriction[2 * c + i] = m->pair_solreffriction[2 * p + i];
-      }
-      for (int i = 0; i < 5; i++) d->contact_solimp[5 * c + i] = m->pair_solimp[5 * p + i];
-      d->contact_pair[c] = p;
-      d->contact_witness[c] = d->col_slot_witness[slot + k];
-    }
+    for (int k = 0; k < n && adr + k < m->nconmax; k++)
+      simc_set_contact(m, d, adr + k, p, d->col_slot + 10 * (slot + k), d->col_slot_witness[slot + k]);
   }
   SIM_SYNC();
 }

@@ -115,8 +115,8 @@ SIM_FN void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_advance(m, d, dXa, dXv, lane, nlane);
 }
 
-// mj_step: state checks (a bad world is reset and counted), forward, acceleration check, integrator
-SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+// mj_step's first half: state checks (a bad world is reset and counted), forward, acceleration check
+SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int bad = 0;
   for (int i = 0; i < m->nq; i++) bad |= simu_isbad(d->qpos[i]);
   for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qvel[i]);
@@ -134,8 +134,18 @@ SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) 
     if (lane == 0) d->nan_count[0]++;
     sim_forward_world(m, d, lane, nlane);
   }
+}
+
+// mj_step's second half: the integrator (a recorded step tapes the forward's solution between the halves)
+SIM_FN void sim_step_integrate_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (m->integrator == SIM_INT_RK4) sim_rk4_world(m, d, lane, nlane);
   else sim_stage_world(m, d, SIM_STAGE_INTEGRATE, lane, nlane);
+}
+
+// mj_step
+SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_step_forward_world(m, d, lane, nlane);
+  sim_step_integrate_world(m, d, lane, nlane);
 }
 
 #ifndef __CUDACC__
