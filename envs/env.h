@@ -142,6 +142,125 @@ SIM_FN void env_vjp_rot_to_body(const sim_real y[3], const sim_real ybar[3], sim
   wbar[2] += ybar[0] * y[1] - ybar[1] * y[0];
 }
 
+// ---- world-frame rotation cotangents: th is the cotangent of a rotation vector d applied on the left of a
+// body's orientation (R -> exp([d]x) R, d in the world frame), as env_vjp_body_kin takes them ----
+// M = A^T B (e.g. a body's orientation in an anchor's frame), Mbar its cotangent: B's rotation cotangent is +s,
+// A's is -s, s = vee(G - G^T) with G = A Mbar B^T (written to s)
+SIM_FN void env_vjp_rel_rot(const sim_real A[9], const sim_real Mbar[9], const sim_real B[9], sim_real s[3]) {
+  sim_real T[9], G[9];  // T = Mbar B^T, G = A T
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) T[3 * i + j] = Mbar[3 * i] * B[3 * j] + Mbar[3 * i + 1] * B[3 * j + 1] + Mbar[3 * i + 2] * B[3 * j + 2];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) G[3 * i + j] = A[3 * i] * T[j] + A[3 * i + 1] * T[3 + j] + A[3 * i + 2] * T[6 + j];
+  s[0] = G[7] - G[5], s[1] = G[2] - G[6], s[2] = G[3] - G[1];
+}
+// psi = atan2(R10, R00), the yaw of R (z-y-x Euler angles): th += psibar * dpsi/dd
+SIM_FN void env_vjp_yaw(const sim_real R[9], sim_real psibar, sim_real th[3]) {
+  sim_real c = R[0], s = R[3], n = c * c + s * s;
+  if (!(n > 0)) return;
+  th[0] -= psibar * c * R[6] / n;
+  th[1] -= psibar * s * R[6] / n;
+  th[2] += psibar;
+}
+
+// ---- body velocities and the VJP of body poses and velocities, for a tree of hinges under at most one free
+// joint (at most one joint a body; the free joint's qvel: world linear velocity of the body origin, then the
+// angular velocity in the body frame). Needs the kinematics stage (xpos, xmat, xanchor, xaxis). ----
+// Twists (nbody, 6) at the world origin: (angular velocity, velocity of the body-fixed point at the world
+// origin), world frame; a body origin's velocity is tw[3..5] + tw[0..2] x xpos.
+SIM_FN void env_body_twists(const SimModel* m, const SimWorld* d, sim_real* tw) {
+  for (int k = 0; k < 6; k++) tw[k] = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    sim_real* t = tw + 6 * b;
+    const sim_real* tp = tw + 6 * m->body_parentid[b];
+    for (int k = 0; k < 6; k++) t[k] = tp[k];
+    if (m->body_jntnum[b] < 1) continue;
+    int j = m->body_jntadr[b];
+    const sim_real* qd = d->qvel + m->jnt_dofadr[j];
+    sim_real a[3], x[3], s = 1;  // the joint's angular velocity a (times s) about the point x
+    if (m->jnt_type[j] == SIM_JNT_FREE) {
+      const sim_real* R = d->xmat + 9 * b;
+      for (int i = 0; i < 3; i++) a[i] = R[3 * i] * qd[3] + R[3 * i + 1] * qd[4] + R[3 * i + 2] * qd[5], x[i] = d->xpos[3 * b + i];
+      for (int i = 0; i < 3; i++) t[3 + i] += qd[i];
+    } else {
+      for (int i = 0; i < 3; i++) a[i] = d->xaxis[3 * j + i], x[i] = d->xanchor[3 * j + i];
+      s = qd[0];
+    }
+    t[0] += s * a[0], t[1] += s * a[1], t[2] += s * a[2];
+    t[3] += s * (x[1] * a[2] - x[2] * a[1]), t[4] += s * (x[2] * a[0] - x[0] * a[2]), t[5] += s * (x[0] * a[1] - x[1] * a[0]);
+  }
+}
+// Row of g per body: the caller writes the cotangents of [xpos (3), orientation (3, world-frame rotation
+// vector), origin velocity (3), angular velocity (3)] (zeros for bodies it does not read); the rest is scratch.
+#define ENV_KIN_G 18
+// Adds the tangent-space VJP into dqpos and dqvel (nv each); tw: env_body_twists at this state; g is consumed.
+// A dof with motion axis S = (a, x cross a) moves the subtree below it rigidly: a pose gradient S . (Theta, P)
+// with P = sum pbar, Theta = sum (thbar + x_b cross pbar); the subtree's twists turn by S x (t_b - t_parent), a
+// gradient S . (sum t_b x* tbar_b - t_parent x* sum tbar_b) (x*: the spatial force cross product).
+SIM_FN void env_vjp_body_kin(const SimModel* m, const SimWorld* d, const sim_real* tw, sim_real* g, sim_real* dqpos,
+                             sim_real* dqvel) {
+  for (int b = 1; b < m->nbody; b++) {  // a body's own terms: [Theta, P, tbar (n, f), t x* tbar]
+    sim_real* r = g + ENV_KIN_G * b;
+    const sim_real *p = d->xpos + 3 * b, *w = tw + 6 * b, *u = tw + 6 * b + 3;
+    sim_real P[3], T[3], n[3], f[3];
+    for (int i = 0; i < 3; i++) f[i] = r[6 + i];
+    P[0] = r[0] + f[1] * w[2] - f[2] * w[1], P[1] = r[1] + f[2] * w[0] - f[0] * w[2], P[2] = r[2] + f[0] * w[1] - f[1] * w[0];
+    T[0] = r[3] + p[1] * P[2] - p[2] * P[1], T[1] = r[4] + p[2] * P[0] - p[0] * P[2], T[2] = r[5] + p[0] * P[1] - p[1] * P[0];
+    n[0] = r[9] + p[1] * f[2] - p[2] * f[1], n[1] = r[10] + p[2] * f[0] - p[0] * f[2], n[2] = r[11] + p[0] * f[1] - p[1] * f[0];
+    for (int i = 0; i < 3; i++) r[i] = T[i], r[3 + i] = P[i], r[6 + i] = n[i], r[9 + i] = f[i];
+    r[12] = w[1] * n[2] - w[2] * n[1] + u[1] * f[2] - u[2] * f[1];
+    r[13] = w[2] * n[0] - w[0] * n[2] + u[2] * f[0] - u[0] * f[2];
+    r[14] = w[0] * n[1] - w[1] * n[0] + u[0] * f[1] - u[1] * f[0];
+    r[15] = w[1] * f[2] - w[2] * f[1], r[16] = w[2] * f[0] - w[0] * f[2], r[17] = w[0] * f[1] - w[1] * f[0];
+  }
+  for (int b = m->nbody - 1; b >= 1; b--) {  // children first: row b holds its subtree's sums
+    sim_real* r = g + ENV_KIN_G * b;
+    int pb = m->body_parentid[b];
+    if (m->body_jntnum[b] >= 1) {
+      int j = m->body_jntadr[b], v = m->jnt_dofadr[j];
+      const sim_real *n = r + 6, *f = r + 9, *tp = tw + 6 * pb;
+      sim_real x[3], Q[6];  // Q = sum t_b x* tbar_b - t_parent x* sum tbar_b
+      if (m->jnt_type[j] == SIM_JNT_FREE) {  // the rotation sits below the translation: t_parent = (0, v_lin)
+        const sim_real* vl = d->qvel + v;
+        for (int i = 0; i < 3; i++) x[i] = d->xpos[3 * b + i];
+        Q[0] = r[12] - (vl[1] * f[2] - vl[2] * f[1]), Q[1] = r[13] - (vl[2] * f[0] - vl[0] * f[2]);
+        Q[2] = r[14] - (vl[0] * f[1] - vl[1] * f[0]);
+        for (int i = 0; i < 3; i++) {
+          Q[3 + i] = r[15 + i];
+          dqpos[v + i] += r[3 + i] + r[15 + i];  // translations move the whole subtree (t_parent = 0)
+          dqvel[v + i] += f[i];
+        }
+      } else {
+        for (int i = 0; i < 3; i++) x[i] = d->xanchor[3 * j + i];
+        Q[0] = r[12] - (tp[1] * n[2] - tp[2] * n[1] + tp[4] * f[2] - tp[5] * f[1]);
+        Q[1] = r[13] - (tp[2] * n[0] - tp[0] * n[2] + tp[5] * f[0] - tp[3] * f[2]);
+        Q[2] = r[14] - (tp[0] * n[1] - tp[1] * n[0] + tp[3] * f[1] - tp[4] * f[0]);
+        Q[3] = r[15] - (tp[1] * f[2] - tp[2] * f[1]), Q[4] = r[16] - (tp[2] * f[0] - tp[0] * f[2]);
+        Q[5] = r[17] - (tp[0] * f[1] - tp[1] * f[0]);
+      }
+      // S . F for S = (a, x cross a), F = (n, f): a . (n + f cross x)
+      sim_real fq[3], fv[3];
+      for (int i = 0; i < 3; i++) fq[i] = r[i] + Q[i], fv[i] = n[i];
+      const sim_real Pf[3] = {r[3] + Q[3], r[4] + Q[4], r[5] + Q[5]};
+      fq[0] += Pf[1] * x[2] - Pf[2] * x[1], fq[1] += Pf[2] * x[0] - Pf[0] * x[2], fq[2] += Pf[0] * x[1] - Pf[1] * x[0];
+      fv[0] += f[1] * x[2] - f[2] * x[1], fv[1] += f[2] * x[0] - f[0] * x[2], fv[2] += f[0] * x[1] - f[1] * x[0];
+      if (m->jnt_type[j] == SIM_JNT_FREE) {  // rotation dofs: the body-frame axes R e_k
+        const sim_real* R = d->xmat + 9 * b;
+        for (int k = 0; k < 3; k++) {
+          dqpos[v + 3 + k] += R[k] * fq[0] + R[3 + k] * fq[1] + R[6 + k] * fq[2];
+          dqvel[v + 3 + k] += R[k] * fv[0] + R[3 + k] * fv[1] + R[6 + k] * fv[2];
+        }
+      } else {
+        const sim_real* a = d->xaxis + 3 * j;
+        dqpos[v] += a[0] * fq[0] + a[1] * fq[1] + a[2] * fq[2];
+        dqvel[v] += a[0] * fv[0] + a[1] * fv[1] + a[2] * fv[2];
+      }
+    }
+    if (pb > 0)
+      for (int i = 0; i < ENV_KIN_G; i++) g[ENV_KIN_G * pb + i] += r[i];
+  }
+}
+
 typedef struct EnvTaskInfo {
   const char* name;
   const char* model;      // MJCF, found through the asset search path
