@@ -54,6 +54,9 @@ int motion_lib_read(const char* path, MotionLib* out, char* err, size_t errlen);
 int motion_lib_body(const MotionLib* lib, const char* name);
 int motion_lib_joint(const MotionLib* lib, const char* name);
 void motion_lib_free(MotionLib* lib);
+// Allocates every array of lib (zeroed) for the sizes already set in it (nclip, nframe, nq, nv, njoint,
+// nbody); MOTION_ERR_ALLOC (the caller frees with motion_lib_free).
+int motion_lib_alloc(MotionLib* lib);
 
 #ifdef __cplusplus
 }

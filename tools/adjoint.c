@@ -10,6 +10,9 @@
 #endif
 
 int bench_sim_main(int argc, char** argv);
+#ifdef ADJ_HAVE_MOTION_LIB
+int motion_main(int argc, char** argv);  // tools/motion_cli.c
+#endif
 #ifdef ADJ_HAVE_EXPORT
 int export_main(int argc, char** argv);  // tools/export.c
 #endif
@@ -22,6 +25,7 @@ static const char* kUsage =
     "  eval RUN_DIR|CHECKPOINT      evaluate a trained policy (deterministic)\n"
     "  export CHECKPOINT --onnx F --blob F  the policy for deployment (ONNX model, embedded blob)\n"
     "  bench sim MODEL.xml [opts]   physics steps/s, CUDA beside MuJoCo C\n"
+    "  motion build|info            reference-motion library (HDF5) from LAFAN1 clips; its summary\n"
     "  help                         this message\n"
     "Run 'adjoint COMMAND --help' for a command's options.\n";
 
@@ -38,6 +42,9 @@ static int dispatch(int argc, char** argv) {
 #endif
 #ifdef ADJ_HAVE_EXPORT
   if (!strcmp(cmd, "export")) return export_main(argc - 1, argv + 1);
+#endif
+#ifdef ADJ_HAVE_MOTION_LIB
+  if (!strcmp(cmd, "motion")) return motion_main(argc - 1, argv + 1);
 #endif
   if (!strcmp(cmd, "bench")) {
     if (argc >= 3 && !strcmp(argv[2], "nn")) return nn_bench_main(argc - 2, argv + 2);
