@@ -30,6 +30,7 @@
 //   > 0.25 m.
 // VJPs in the engine's tangent space: body poses and velocities through env_vjp_body_kin (env.h).
 #include "envs/env.h"
+#include "motion/motion_sampler.h"
 #include "sim/sim_math.h"
 
 #define G1_NJ 29     // hinge joints (= actuators)
@@ -104,17 +105,29 @@ SIM_FN const sim_real* g1_ref(const G1Data* D, int clip, int f) {
 }
 SIM_FN sim_real g1_step_dt(const SimModel* m) { return m->timestep * G1_FS; }
 
-// A start (clip, frame) from two uniforms: a bin uniformly over every clip's bins (bins = floor(T dt) + 1 of
-// about 1 s), then frame floor((k + u2) / bins (T - 1)) inside it (mjlab's rule). The adaptive sampler's hook:
-// drawing the bin from the failure-weighted distribution instead of u1 * nbin changes only the first line.
-SIM_FN void g1_sample_start(const G1Data* D, double u1, double u2, int* clip, int* frame) {
+// A start (clip, frame) from two uniforms (motion/motion_sampler.h's rule over one bin table of every clip):
+// a bin, then frame floor((k + u2) / bins_c (T - 1)) inside it. cdf NULL: bins uniformly (every clip in
+// proportion to its duration). The adaptive sampler's hook: a failure-weighted CDF over the table's bins,
+// kept and updated by the trainer (motion_sampler_update / _cdf from each step's failing bins,
+// g1_fail_bin), passed here.
+SIM_FN void g1_sample_start(const G1Data* D, const double* cdf, double u1, double u2, int* clip, int* frame) {
+  const int *bin_clip = G1_ARR(D, int, off_bin_clip), *bin0 = G1_ARR(D, int, off_clip_bin0);
+  const int* len = G1_ARR(D, int, off_clip_len);
+  if (cdf) {
+    motion_sampler_draw(cdf, D->nbin, bin_clip, bin0, len, u1, u2, clip, frame);
+    return;
+  }
   int b = (int)(u1 * D->nbin);
   b = b < 0 ? 0 : (b >= D->nbin ? D->nbin - 1 : b);
-  int c = G1_ARR(D, int32_t, off_bin_clip)[b], T = g1_clip_len(D, c);
-  int nb = G1_ARR(D, int32_t, off_clip_bin0)[c + 1] - G1_ARR(D, int32_t, off_clip_bin0)[c];
-  int k = b - G1_ARR(D, int32_t, off_clip_bin0)[c];
-  int f = (int)(((double)k + u2) / nb * (T - 1));
+  int c = bin_clip[b], T = len[c], nb = bin0[c + 1] - bin0[c];
+  int f = (int)floor(((double)(b - bin0[c]) + u2) / (double)nb * (double)(T - 1));
   *clip = c, *frame = f < 0 ? 0 : (f > T - 1 ? T - 1 : f);
+}
+// the table's bin of the frame the world is at (the adaptive sampler counts a termination there)
+SIM_FN int g1_fail_bin(const EnvTaskCtx* c) {
+  const G1Data* D = g1_data(c);
+  return motion_sampler_bin(G1_ARR(D, int, off_clip_len), G1_ARR(D, int, off_clip_bin0), ENV_S(c, clip)[0],
+                            ENV_S(c, frame)[0] - 1);
 }
 
 SIM_FN double g1_urange(uint64_t* s, double r) { return r * (2 * env_rng_uniform(s) - 1); }
@@ -180,7 +193,7 @@ SIM_FN void g1_draw_start(const EnvTaskCtx* c, uint64_t* rng, int* clip, int* f)
     return;
   }
   double u1 = env_rng_uniform(rng), u2 = env_rng_uniform(rng);
-  g1_sample_start(D, u1, u2, clip, f);
+  g1_sample_start(D, NULL, u1, u2, clip, f);
 }
 
 SIM_FN void g1_tracking_reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* rng, int lane,
@@ -730,14 +743,17 @@ static int g1_pack(const SimModel* m, const MotionLib* lib, void** data, size_t*
       snprintf(err, errlen, "motion: no body %s", g1_body_names[b]);
       return -1;
     }
-  int nbin = 0;
-  for (int c = 0; c < lib->nclip; c++) {
+  for (int c = 0; c < lib->nclip; c++)
     if (lib->clip_len[c] < 2) {
       snprintf(err, errlen, "motion: clip %s has %d frames (at least 2)", lib->clip_name[c], lib->clip_len[c]);
       return -1;
     }
-    nbin += (int)floor(lib->clip_len[c] * dt + 1e-9) + 1;
+  int* bin0 = (int*)malloc(sizeof(int) * (lib->nclip + 1));
+  if (!bin0) {
+    snprintf(err, errlen, "motion: out of memory");
+    return -1;
   }
+  int nbin = motion_sampler_table(lib->nclip, lib->clip_len, dt, bin0, NULL);
   size_t o_start = g1_align(sizeof(G1Data)), o_len = o_start + g1_align(sizeof(int32_t) * lib->nclip);
   size_t o_bin0 = o_len + g1_align(sizeof(int32_t) * lib->nclip);
   size_t o_binc = o_bin0 + g1_align(sizeof(int32_t) * (lib->nclip + 1));
@@ -745,6 +761,7 @@ static int g1_pack(const SimModel* m, const MotionLib* lib, void** data, size_t*
   size_t total = o_fr + sizeof(sim_real) * (size_t)lib->nframe * G1_REC;
   char* blob = (char*)calloc(1, total);
   if (!blob) {
+    free(bin0);
     snprintf(err, errlen, "motion: out of memory (%zu bytes of task data)", total);
     return -1;
   }
@@ -762,20 +779,17 @@ static int g1_pack(const SimModel* m, const MotionLib* lib, void** data, size_t*
   for (int i = 0; i < G1_NJ; i++) {
     int k = m->jnt_qposadr[m->actuator_trnid[i]] - 7;
     if (strncmp(lib->joint_name[k], g1_tracking_act_names[i], strlen(g1_tracking_act_names[i]))) {
-      free(blob);
+      free(blob), free(bin0);
       snprintf(err, errlen, "model: actuator %d drives %s (want %s)", i, lib->joint_name[k], g1_tracking_act_names[i]);
       return -1;
     }
     D->act_joint[i] = k;
     D->act_scale[i] = (sim_real)(0.25 * (double)m->actuator_forcerange[2 * i + 1] / (double)m->actuator_gainprm[3 * i]);
   }
-  int32_t *cs = (int32_t*)(blob + o_start), *cl = (int32_t*)(blob + o_len), *cb = (int32_t*)(blob + o_bin0);
-  int32_t* bc = (int32_t*)(blob + o_binc);
-  for (int c = 0, b = 0; c < lib->nclip; c++) {
-    cs[c] = lib->clip_start[c], cl[c] = lib->clip_len[c], cb[c] = b;
-    for (int k = (int)floor(lib->clip_len[c] * dt + 1e-9) + 1; k > 0; k--) bc[b++] = c;
-    cb[c + 1] = b;
-  }
+  int32_t *cs = (int32_t*)(blob + o_start), *cl = (int32_t*)(blob + o_len);
+  for (int c = 0; c < lib->nclip; c++) cs[c] = lib->clip_start[c], cl[c] = lib->clip_len[c];
+  motion_sampler_table(lib->nclip, lib->clip_len, dt, (int*)(blob + o_bin0), (int*)(blob + o_binc));
+  free(bin0);
   sim_real* fr = (sim_real*)(blob + o_fr);
   const int NB = lib->nbody;
   for (int f = 0; f < lib->nframe; f++) {
