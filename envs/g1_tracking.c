@@ -596,7 +596,6 @@ ENV_TASK_CRITIC(g1_tracking)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #ifdef ADJ_HAVE_MOTION_LIB
 #include "motion/motion_lib.h"
 #endif
@@ -678,8 +677,10 @@ static int g1_check_model(const SimModel* m, char* err, size_t errlen) {
 
 // the motion library named by `motion`: an HDF5 library, a clip directory or one clip (built here)
 static int g1_load_motion(const char* name, MotionLib* lib, char* err, size_t errlen) {
-  char path[1024], model[1024], msg[768];
-  if (sim_find_asset(name, path, sizeof(path))) {
+  char path[1024], model[1024], msg[768], man[1100];
+  snprintf(man, sizeof(man), "%s/MANIFEST.tsv", name);  // a clip directory: found by its manifest
+  int isdir = 0;
+  if (sim_find_asset(name, path, sizeof(path)) && !(isdir = !sim_find_asset(man, path, sizeof(path)))) {
     snprintf(err, errlen, "motion %s: not found (searched ., $ADJOINT_ASSETS, ./assets, ../shared/assets)", name);
     return -1;
   }
@@ -695,12 +696,12 @@ static int g1_load_motion(const char* name, MotionLib* lib, char* err, size_t er
     snprintf(err, errlen, "motion %s: the model g1/scene_flat.xml to build it with is not found", name);
     return -1;
   }
-  struct stat st;
+  if (isdir) path[strlen(path) - strlen("/MANIFEST.tsv")] = 0;
   MotionSet set = {0, NULL};
   MotionClip one;
   memset(&one, 0, sizeof(one));
   int rc;
-  if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+  if (isdir) {
     rc = motion_read_dir(path, G1_NJ, MOTION_LAFAN1_FPS, &set, msg, sizeof(msg));
   } else {
     rc = motion_read_clip(path, G1_NJ, MOTION_LAFAN1_FPS, &one, msg, sizeof(msg));
