@@ -149,7 +149,8 @@ SIM_FN void env_vjp_rot_to_body(const sim_real y[3], const sim_real ybar[3], sim
 SIM_FN void env_vjp_rel_rot(const sim_real A[9], const sim_real Mbar[9], const sim_real B[9], sim_real s[3]) {
   sim_real T[9], G[9];  // T = Mbar B^T, G = A T
   for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) T[3 * i + j] = Mbar[3 * i] * B[3 * j] + Mbar[3 * i + 1] * B[3 * j + 1] + Mbar[3 * i + 2] * B[3 * j + 2];
+    for (int j = 0; j < 3; j++)
+      T[3 * i + j] = Mbar[3 * i] * B[3 * j] + Mbar[3 * i + 1] * B[3 * j + 1] + Mbar[3 * i + 2] * B[3 * j + 2];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) G[3 * i + j] = A[3 * i] * T[j] + A[3 * i + 1] * T[3 + j] + A[3 * i + 2] * T[6 + j];
   s[0] = G[7] - G[5], s[1] = G[2] - G[6], s[2] = G[3] - G[1];
@@ -161,6 +162,10 @@ SIM_FN void env_vjp_yaw(const sim_real R[9], sim_real psibar, sim_real th[3]) {
   th[0] -= psibar * c * R[6] / n;
   th[1] -= psibar * s * R[6] / n;
   th[2] += psibar;
+}
+
+SIM_FN void env_cross(sim_real r[3], const sim_real a[3], const sim_real b[3]) {
+  r[0] = a[1] * b[2] - a[2] * b[1], r[1] = a[2] * b[0] - a[0] * b[2], r[2] = a[0] * b[1] - a[1] * b[0];
 }
 
 // ---- body velocities and the VJP of body poses and velocities, for a tree of hinges under at most one free
@@ -180,14 +185,16 @@ SIM_FN void env_body_twists(const SimModel* m, const SimWorld* d, sim_real* tw) 
     sim_real a[3], x[3], s = 1;  // the joint's angular velocity a (times s) about the point x
     if (m->jnt_type[j] == SIM_JNT_FREE) {
       const sim_real* R = d->xmat + 9 * b;
-      for (int i = 0; i < 3; i++) a[i] = R[3 * i] * qd[3] + R[3 * i + 1] * qd[4] + R[3 * i + 2] * qd[5], x[i] = d->xpos[3 * b + i];
+      for (int i = 0; i < 3; i++)
+        a[i] = R[3 * i] * qd[3] + R[3 * i + 1] * qd[4] + R[3 * i + 2] * qd[5], x[i] = d->xpos[3 * b + i];
       for (int i = 0; i < 3; i++) t[3 + i] += qd[i];
     } else {
       for (int i = 0; i < 3; i++) a[i] = d->xaxis[3 * j + i], x[i] = d->xanchor[3 * j + i];
       s = qd[0];
     }
-    t[0] += s * a[0], t[1] += s * a[1], t[2] += s * a[2];
-    t[3] += s * (x[1] * a[2] - x[2] * a[1]), t[4] += s * (x[2] * a[0] - x[0] * a[2]), t[5] += s * (x[0] * a[1] - x[1] * a[0]);
+    sim_real xa[3];
+    env_cross(xa, x, a);
+    for (int i = 0; i < 3; i++) t[i] += s * a[i], t[3 + i] += s * xa[i];
   }
 }
 // Row of g per body: the caller writes the cotangents of [xpos (3), orientation (3, world-frame rotation
@@ -204,9 +211,12 @@ SIM_FN void env_vjp_body_kin(const SimModel* m, const SimWorld* d, const sim_rea
     const sim_real *p = d->xpos + 3 * b, *w = tw + 6 * b, *u = tw + 6 * b + 3;
     sim_real P[3], T[3], n[3], f[3];
     for (int i = 0; i < 3; i++) f[i] = r[6 + i];
-    P[0] = r[0] + f[1] * w[2] - f[2] * w[1], P[1] = r[1] + f[2] * w[0] - f[0] * w[2], P[2] = r[2] + f[0] * w[1] - f[1] * w[0];
-    T[0] = r[3] + p[1] * P[2] - p[2] * P[1], T[1] = r[4] + p[2] * P[0] - p[0] * P[2], T[2] = r[5] + p[0] * P[1] - p[1] * P[0];
-    n[0] = r[9] + p[1] * f[2] - p[2] * f[1], n[1] = r[10] + p[2] * f[0] - p[0] * f[2], n[2] = r[11] + p[0] * f[1] - p[1] * f[0];
+    env_cross(P, f, w);  // P = pbar + vbar x w (the origin's velocity turns with the body)
+    for (int i = 0; i < 3; i++) P[i] += r[i];
+    env_cross(T, p, P);  // Theta = thbar + x x P
+    for (int i = 0; i < 3; i++) T[i] += r[3 + i];
+    env_cross(n, p, f);  // the twist's angular cotangent: wbar + x x vbar
+    for (int i = 0; i < 3; i++) n[i] += r[9 + i];
     for (int i = 0; i < 3; i++) r[i] = T[i], r[3 + i] = P[i], r[6 + i] = n[i], r[9 + i] = f[i];
     r[12] = w[1] * n[2] - w[2] * n[1] + u[1] * f[2] - u[2] * f[1];
     r[13] = w[2] * n[0] - w[0] * n[2] + u[2] * f[0] - u[0] * f[2];

@@ -69,7 +69,7 @@ enum { G1_RJP = 0, G1_RJV = 29, G1_RPOS = 58, G1_RQUAT = 100, G1_RLIN = 156, G1_
   P(push_min, 1, 0, 100)             /* push period U(push_min, push_max) s; push_max 0: no pushes */ \
   P(push_max, 3, 0, 100)                                                                              \
   P(obs_noise, 1, 0, 10)             /* observation noise, times BeyondMimic's ranges */              \
-  P(start_mode, 0, 0, 1)             /* 0: starts drawn over all clips' bins; 1: world w plays clip w mod nclip from frame 0 */
+  P(start_mode, 0, 0, 1)             /* 0: drawn over all clips' bins; 1: clip w mod nclip from frame 0 */
 #define G1_S(S) S(motion, "lafan1_g1") /* .h5 library, clip directory or clip CSV (asset search path) */
 #define G1_X(X)                                                                       \
   X(int32_t, clip, 1, 0)                                                              \
@@ -310,7 +310,10 @@ SIM_FN void g1_terms(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, 
   const sim_real* ref = k->ref;
   int ba = D->body[G1_ANCHOR];
   sim_real phi[3], t = 0;
-  for (int i = 0; i < 3; i++) t += (ref[G1_RPOS + 3 * G1_ANCHOR + i] - k->pa[i]) * (ref[G1_RPOS + 3 * G1_ANCHOR + i] - k->pa[i]);
+  for (int i = 0; i < 3; i++) {
+    sim_real dp = ref[G1_RPOS + 3 * G1_ANCHOR + i] - k->pa[i];
+    t += dp * dp;
+  }
   e[0] = t;
   g1_rot_err(ref + G1_RQUAT + 4 * G1_ANCHOR, d->xquat + 4 * ba, phi);
   e[1] = simu_dot3(phi, phi);

@@ -283,7 +283,8 @@ int main(void) {
     env_body_twists(m, &W, tw);
     for (int b = 1; b < G1_NBODY; b++) {
       g1_body_vel(&W, tw, b, vb);
-      for (int i = 0; i < 3; i++) worst_fwd = fmax(worst_fwd, fabs(vb[i] - (xp[1][3 * b + i] - xp[0][3 * b + i]) / (2 * h)) / 10);
+      for (int i = 0; i < 3; i++)
+        worst_fwd = fmax(worst_fwd, fabs(vb[i] - (xp[1][3 * b + i] - xp[0][3 * b + i]) / (2 * h)) / 10);
     }
     for (int j = 0; j < NU; j++)
       worst_fwd = fmax(worst_fwd, fabs(o[73 + j] - (W.qpos[7 + j] - D->default_pos[j])) + fabs(o[131 + j] - a[j]));
@@ -318,10 +319,11 @@ int main(void) {
 
   // ---- every observation block's and reward term's VJP ----
   static const struct { const char* name; int kind, lo, hi; } obs_blocks[] = {
-      {"motion_anchor_pos_b", F_OBS, 58, 61}, {"motion_anchor_ori_b", F_OBS, 61, 67}, {"base_lin_vel", F_OBS, 67, 70},
-      {"base_ang_vel", F_OBS, 70, 73},        {"joint_pos_rel", F_OBS, 73, 102},     {"joint_vel_rel", F_OBS, 102, 131},
-      {"last_action", F_OBS, 131, 160},       {"critic: all", F_CRITIC, 0, 286},     {"robot_body_pos_b", F_CRITIC, 160, 202},
-      {"robot_body_ori_b", F_CRITIC, 202, 286}};
+      {"motion_anchor_pos_b", F_OBS, 58, 61},  {"motion_anchor_ori_b", F_OBS, 61, 67},
+      {"base_lin_vel", F_OBS, 67, 70},         {"base_ang_vel", F_OBS, 70, 73},
+      {"joint_pos_rel", F_OBS, 73, 102},       {"joint_vel_rel", F_OBS, 102, 131},
+      {"last_action", F_OBS, 131, 160},        {"critic: all", F_CRITIC, 0, 286},
+      {"robot_body_pos_b", F_CRITIC, 160, 202}, {"robot_body_ori_b", F_CRITIC, 202, 286}};
   static const int rew_terms[] = {ENVP_w_anchor_pos, ENVP_w_anchor_ori, ENVP_w_body_pos, ENVP_w_body_ori,
                                   ENVP_w_body_lin_vel, ENVP_w_body_ang_vel, ENVP_w_action_rate, ENVP_w_joint_limit};
   const int NBLK = 10, NREW = 8;
