@@ -28,7 +28,8 @@
 //   subtree self-contacts (at most 10, no gradient).
 // Termination: anchor height error > 0.25 m, anchor gravity-z error > 0.8, an ankle or wrist height error
 //   > 0.25 m.
-// VJPs in the engine's tangent space: body poses and velocities through env_vjp_body_kin (env.h).
+// VJPs in the engine's tangent space: body poses and velocities through env_vjp_body_kin (env.h); every function
+// takes its body frames from the qpos it is given (env_tree_frames), never from the world's kinematics arrays.
 #include "envs/env.h"
 #include "motion/motion_sampler.h"
 #include "sim/sim_math.h"
@@ -257,17 +258,24 @@ SIM_FN void g1_tracking_act(const SimModel* m, SimWorld* d, const EnvTaskCtx* c,
 
 // ---- what reward, termination and observation read ----
 typedef struct G1Kin {
+  sim_real xpos[3 * G1_NBODY], xquat[4 * G1_NBODY], xmat[9 * G1_NBODY];  // body frames at the state's qpos
+  sim_real xanchor[3 * G1_NBODY], xaxis[3 * G1_NBODY];
+  EnvFrames fr;                   // views of the above
   const sim_real* ref;            // the reference record
-  const sim_real *pa, *Ra;        // robot anchor position and orientation (xpos, xmat)
+  const sim_real *pa, *Ra;        // robot anchor position and orientation
   sim_real Rra[9];                // reference anchor orientation
   sim_real psi, cz, sz;           // yaw of Ra Rra^T and its cosine, sine
   sim_real Rd[9];                 // Ra Rra^T
 } G1Kin;
 
-SIM_FN void g1_kin(const SimWorld* d, const G1Data* D, const sim_real* ref, G1Kin* k) {
+// the frames (env_tree_frames: at the qpos given, whatever the world's kinematics arrays hold) and the anchors
+SIM_FN void g1_kin(const SimModel* m, const SimWorld* d, const G1Data* D, const sim_real* ref, G1Kin* k) {
+  k->fr.xpos = k->xpos, k->fr.xquat = k->xquat, k->fr.xmat = k->xmat, k->fr.xanchor = k->xanchor;
+  k->fr.xaxis = k->xaxis;
+  env_tree_frames(m, d->qpos, &k->fr);
   int ba = D->body[G1_ANCHOR];
   k->ref = ref;
-  k->pa = d->xpos + 3 * ba, k->Ra = d->xmat + 9 * ba;
+  k->pa = k->xpos + 3 * ba, k->Ra = k->xmat + 9 * ba;
   simu_quat2Mat(k->Rra, ref + G1_RQUAT + 4 * G1_ANCHOR);
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++)
@@ -296,8 +304,8 @@ SIM_FN void g1_rel_quat(const G1Kin* k, int b, sim_real q[4]) {
   const sim_real qz[4] = {sim_cos(k->psi / 2), 0, 0, sim_sin(k->psi / 2)};
   simu_mulQuat(q, qz, k->ref + G1_RQUAT + 4 * b);
 }
-SIM_FN void g1_body_vel(const SimWorld* d, const sim_real* tw, int b, sim_real v[3]) {
-  const sim_real *w = tw + 6 * b, *p = d->xpos + 3 * b;
+SIM_FN void g1_body_vel(const sim_real* xpos, const sim_real* tw, int b, sim_real v[3]) {
+  const sim_real *w = tw + 6 * b, *p = xpos + 3 * b;
   v[0] = tw[6 * b + 3] + w[1] * p[2] - w[2] * p[1];
   v[1] = tw[6 * b + 4] + w[2] * p[0] - w[0] * p[2];
   v[2] = tw[6 * b + 5] + w[0] * p[1] - w[1] * p[0];
@@ -315,18 +323,18 @@ SIM_FN void g1_terms(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, 
     t += dp * dp;
   }
   e[0] = t;
-  g1_rot_err(ref + G1_RQUAT + 4 * G1_ANCHOR, d->xquat + 4 * ba, phi);
+  g1_rot_err(ref + G1_RQUAT + 4 * G1_ANCHOR, k->xquat + 4 * ba, phi);
   e[1] = simu_dot3(phi, phi);
   e[2] = e[3] = e[4] = e[5] = 0;
   for (int b = 0; b < G1_NB; b++) {
     int id = D->body[b];
     sim_real p[3], off[3], q[4], v[3];
     g1_rel_pos(k, b, p, off);
-    for (int i = 0; i < 3; i++) e[2] += (p[i] - d->xpos[3 * id + i]) * (p[i] - d->xpos[3 * id + i]);
+    for (int i = 0; i < 3; i++) e[2] += (p[i] - k->xpos[3 * id + i]) * (p[i] - k->xpos[3 * id + i]);
     g1_rel_quat(k, b, q);
-    g1_rot_err(q, d->xquat + 4 * id, phi);
+    g1_rot_err(q, k->xquat + 4 * id, phi);
     e[3] += simu_dot3(phi, phi);
-    g1_body_vel(d, tw, id, v);
+    g1_body_vel(k->xpos, tw, id, v);
     for (int i = 0; i < 3; i++) {
       sim_real dv = ref[G1_RLIN + 3 * b + i] - v[i], dw = ref[G1_RANG + 3 * b + i] - tw[6 * id + i];
       e[4] += dv * dv, e[5] += dw * dw;
@@ -366,8 +374,8 @@ SIM_FN const sim_real* g1_ref_prev(const EnvTaskCtx* c) {
 SIM_FN sim_real g1_tracking_reward(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, const sim_real* act) {
   G1Kin k;
   sim_real tw[6 * G1_NBODY], e[6], pen[3], w[6], is2[6];
-  g1_kin(d, g1_data(c), g1_ref_prev(c), &k);
-  env_body_twists(m, d, tw);
+  g1_kin(m, d, g1_data(c), g1_ref_prev(c), &k);
+  env_body_twists(m, &k.fr, d->qvel, tw);
   g1_terms(m, d, c, &k, tw, e, pen);
   g1_weights(c, w, is2);
   sim_real r = 0;
@@ -379,17 +387,16 @@ SIM_FN sim_real g1_tracking_reward(const SimModel* m, const SimWorld* d, const E
 
 SIM_FN int g1_tracking_terminated(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c) {
   const G1Data* D = g1_data(c);
-  const sim_real* ref = g1_ref_prev(c);
-  int ba = D->body[G1_ANCHOR];
-  sim_real dz = ref[G1_RPOS + 3 * G1_ANCHOR + 2] - d->xpos[3 * ba + 2];
+  G1Kin k;
+  g1_kin(m, d, D, g1_ref_prev(c), &k);
+  const sim_real* ref = k.ref;
+  sim_real dz = ref[G1_RPOS + 3 * G1_ANCHOR + 2] - k.pa[2];
   if (!(sim_fabs(dz) <= (sim_real)ENV_P(c, term_anchor_z))) return 1;
-  sim_real R[9];
-  simu_quat2Mat(R, ref + G1_RQUAT + 4 * G1_ANCHOR);
-  sim_real dg = -R[8] + d->xmat[9 * ba + 8];  // gravity z in the anchor frame: -R22
+  sim_real dg = -k.Rra[8] + k.Ra[8];  // gravity z in the anchor frame: -R22
   if (!(sim_fabs(dg) <= (sim_real)ENV_P(c, term_anchor_ori))) return 1;
   const int ee[4] = {3, 6, 10, 13};  // ankle_roll and wrist_yaw links: the re-anchored z is the reference's
   for (int i = 0; i < 4; i++) {
-    sim_real ez = ref[G1_RPOS + 3 * ee[i] + 2] - d->xpos[3 * D->body[ee[i]] + 2];
+    sim_real ez = ref[G1_RPOS + 3 * ee[i] + 2] - k.xpos[3 * D->body[ee[i]] + 2];
     if (!(sim_fabs(ez) <= (sim_real)ENV_P(c, term_ee_z))) return 1;
   }
   return 0;
@@ -412,7 +419,7 @@ SIM_FN void g1_obs(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, si
   const G1Data* D = g1_data(c);
   const sim_real* ref = g1_ref(D, ENV_S(c, clip)[0], ENV_S(c, frame)[0]);
   G1Kin k;
-  g1_kin(d, D, ref, &k);
+  g1_kin(m, d, D, ref, &k);
   for (int j = 0; j < G1_NJ; j++) o[j] = ref[G1_RJP + j], o[29 + j] = ref[G1_RJV + j];
   sim_real u[3];
   for (int i = 0; i < 3; i++) u[i] = ref[G1_RPOS + 3 * G1_ANCHOR + i] - k.pa[i];
@@ -422,7 +429,7 @@ SIM_FN void g1_obs(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, si
     for (int j = 0; j < 3; j++)
       M[3 * i + j] = k.Ra[i] * k.Rra[j] + k.Ra[3 + i] * k.Rra[3 + j] + k.Ra[6 + i] * k.Rra[6 + j];
   for (int i = 0; i < 3; i++) o[61 + 2 * i] = M[3 * i], o[62 + 2 * i] = M[3 * i + 1];
-  const sim_real* Rp = d->xmat + 9 * D->body[0];
+  const sim_real* Rp = k.xmat + 9 * D->body[0];
   simu_mulMatTVec3(o + 67, Rp, d->qvel);
   for (int i = 0; i < 3; i++) o[70 + i] = d->qvel[3 + i];
   for (int j = 0; j < G1_NJ; j++) o[73 + j] = d->qpos[7 + j] - D->default_pos[j], o[102 + j] = d->qvel[6 + j];
@@ -438,9 +445,9 @@ SIM_FN void g1_obs(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, si
   if (!critic) return;
   for (int b = 0; b < G1_NB; b++) {
     int id = D->body[b];
-    for (int i = 0; i < 3; i++) u[i] = d->xpos[3 * id + i] - k.pa[i];
+    for (int i = 0; i < 3; i++) u[i] = k.xpos[3 * id + i] - k.pa[i];
     simu_mulMatTVec3(o + 160 + 3 * b, k.Ra, u);
-    const sim_real* Rb = d->xmat + 9 * id;
+    const sim_real* Rb = k.xmat + 9 * id;
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 2; j++)
         o[202 + 6 * b + 2 * i + j] = k.Ra[i] * Rb[j] + k.Ra[3 + i] * Rb[3 + j] + k.Ra[6 + i] * Rb[6 + j];
@@ -465,7 +472,7 @@ SIM_FN void g1_obs_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c
   const G1Data* D = g1_data(c);
   const sim_real* ref = g1_ref(D, ENV_S(c, clip)[0], ENV_S(c, frame)[0]);
   G1Kin k;
-  g1_kin(d, D, ref, &k);
+  g1_kin(m, d, D, ref, &k);
   sim_real g[G1_NBODY * ENV_KIN_G], tw[6 * G1_NBODY];
   for (int i = 0; i < G1_NBODY * ENV_KIN_G; i++) g[i] = 0;
   int ba = D->body[G1_ANCHOR];
@@ -479,7 +486,7 @@ SIM_FN void g1_obs_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c
   env_vjp_rel_rot(k.Ra, Mb, k.Rra, s);
   for (int i = 0; i < 3; i++) ga[3 + i] -= s[i];
   // base_lin_vel = Rp^T v (the free joint's world velocity), base_ang_vel = qvel[3:6]
-  const sim_real* Rp = d->xmat + 9 * D->body[0];
+  const sim_real* Rp = k.xmat + 9 * D->body[0];
   sim_real yl[3];
   simu_mulMatTVec3(yl, Rp, d->qvel);
   simu_mulMatVec3(y, Rp, go + 67);
@@ -494,15 +501,15 @@ SIM_FN void g1_obs_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c
       int id = D->body[b];
       sim_real* gb = g + ENV_KIN_G * id;
       simu_mulMatVec3(y, k.Ra, go + 160 + 3 * b);  // body_pos_b = Ra^T (p_b - pa)
-      for (int i = 0; i < 3; i++) u[i] = d->xpos[3 * id + i] - k.pa[i], gb[i] += y[i], ga[i] -= y[i];
+      for (int i = 0; i < 3; i++) u[i] = k.xpos[3 * id + i] - k.pa[i], gb[i] += y[i], ga[i] -= y[i];
       ga[3] += y[1] * u[2] - y[2] * u[1], ga[4] += y[2] * u[0] - y[0] * u[2], ga[5] += y[0] * u[1] - y[1] * u[0];
       const sim_real* q = go + 202 + 6 * b;  // body_ori_b = Ra^T Rb, first two columns
       sim_real Mbb[9] = {q[0], q[1], 0, q[2], q[3], 0, q[4], q[5], 0};
-      env_vjp_rel_rot(k.Ra, Mbb, d->xmat + 9 * id, s);
+      env_vjp_rel_rot(k.Ra, Mbb, k.xmat + 9 * id, s);
       for (int i = 0; i < 3; i++) gb[3 + i] += s[i], ga[3 + i] -= s[i];
     }
-  env_body_twists(m, d, tw);
-  env_vjp_body_kin(m, d, tw, g, dqpos, dqvel);
+  env_body_twists(m, &k.fr, d->qvel, tw);
+  env_vjp_body_kin(m, &k.fr, d->qvel, tw, g, dqpos, dqvel);
 }
 
 SIM_FN void g1_tracking_observe_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, const sim_real* dobs,
@@ -519,8 +526,8 @@ SIM_FN void g1_tracking_reward_vjp(const SimModel* m, const SimWorld* d, const E
   const G1Data* D = g1_data(c);
   G1Kin k;
   sim_real g[G1_NBODY * ENV_KIN_G], tw[6 * G1_NBODY], e[6], pen[3], w[6], is2[6], ce[6];
-  g1_kin(d, D, g1_ref_prev(c), &k);
-  env_body_twists(m, d, tw);
+  g1_kin(m, d, D, g1_ref_prev(c), &k);
+  env_body_twists(m, &k.fr, d->qvel, tw);
   g1_terms(m, d, c, &k, tw, e, pen);
   g1_weights(c, w, is2);
   const sim_real h = dr * g1_step_dt(m), *ref = k.ref;
@@ -530,7 +537,7 @@ SIM_FN void g1_tracking_reward_vjp(const SimModel* m, const SimWorld* d, const E
   sim_real *ga = g + ENV_KIN_G * ba, phi[3], psibar = 0, pxy[2] = {0, 0};
   for (int i = 0; i < 3; i++) ga[i] -= ce[0] * 2 * (ref[G1_RPOS + 3 * G1_ANCHOR + i] - k.pa[i]);
   // |log(Rref R^T)|^2: the world-frame rotation cotangent of R is -2 phi
-  g1_rot_err(ref + G1_RQUAT + 4 * G1_ANCHOR, d->xquat + 4 * ba, phi);
+  g1_rot_err(ref + G1_RQUAT + 4 * G1_ANCHOR, k.xquat + 4 * ba, phi);
   for (int i = 0; i < 3; i++) ga[3 + i] += ce[1] * (-2 * phi[i]);
   const sim_real sb = (sim_real)(2.0 / G1_NB);
   for (int b = 0; b < G1_NB; b++) {
@@ -538,15 +545,15 @@ SIM_FN void g1_tracking_reward_vjp(const SimModel* m, const SimWorld* d, const E
     sim_real* gb = g + ENV_KIN_G * id;
     sim_real p[3], off[3], q[4], v[3], eb[3];
     g1_rel_pos(&k, b, p, off);
-    for (int i = 0; i < 3; i++) eb[i] = ce[2] * sb * (p[i] - d->xpos[3 * id + i]);  // cotangent of p_rel
+    for (int i = 0; i < 3; i++) eb[i] = ce[2] * sb * (p[i] - k.xpos[3 * id + i]);  // cotangent of p_rel
     for (int i = 0; i < 3; i++) gb[i] -= eb[i];
     pxy[0] += eb[0], pxy[1] += eb[1];
     psibar += eb[1] * off[0] - eb[0] * off[1];  // d p_rel / d psi = e_z x off
     g1_rel_quat(&k, b, q);
-    g1_rot_err(q, d->xquat + 4 * id, phi);
-    for (int i = 0; i < 3; i++) gb[3 + i] += ce[3] * sb * (-phi[i] / 1);
+    g1_rot_err(q, k.xquat + 4 * id, phi);
+    for (int i = 0; i < 3; i++) gb[3 + i] -= ce[3] * sb * phi[i];
     psibar += ce[3] * sb * phi[2];  // q_rel = qz(psi) (x) q_ref turns on the left about z
-    g1_body_vel(d, tw, id, v);
+    g1_body_vel(k.xpos, tw, id, v);
     for (int i = 0; i < 3; i++) {
       gb[6 + i] += ce[4] * sb * (v[i] - ref[G1_RLIN + 3 * b + i]);
       gb[9 + i] += ce[5] * sb * (tw[6 * id + i] - ref[G1_RANG + 3 * b + i]);
@@ -554,7 +561,7 @@ SIM_FN void g1_tracking_reward_vjp(const SimModel* m, const SimWorld* d, const E
   }
   ga[0] += pxy[0], ga[1] += pxy[1];
   env_vjp_yaw(k.Rd, psibar, ga + 3);  // psi = yaw(Ra Rra^T): Ra's left perturbation turns Rd on the left
-  env_vjp_body_kin(m, d, tw, g, dqpos, dqvel);
+  env_vjp_body_kin(m, &k.fr, d->qvel, tw, g, dqpos, dqvel);
   // penalties (the self-contact count has no gradient)
   const sim_real war = h * (sim_real)ENV_P(c, w_action_rate), wjl = h * (sim_real)ENV_P(c, w_joint_limit);
   for (int j = 0; j < G1_NJ; j++) {
@@ -835,7 +842,7 @@ static int g1_tracking_load_data(const SimModel* m, const double* p, const char*
 
 ENV_TASK_TABLES(g1_tracking, G1_P, G1_S, G1_X)
 ENV_TASK_HOST(g1_tracking, {.name = "g1_tracking", .model = "g1/scene_flat.xml", .obs_dim = 160, .act_dim = G1_NJ,
-                            .episode_steps = 500, .frame_skip = G1_FS, .needs_kinematics = 1,
+                            .episode_steps = 500, .frame_skip = G1_FS,
                             .obs_names = g1_tracking_obs_names, .act_names = g1_tracking_act_names,
                             ENV_TASK_TABLE_INFO(g1_tracking), .load_data = g1_tracking_load_data G1_CRITIC_INFO})
 #endif

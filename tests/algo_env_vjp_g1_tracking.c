@@ -1,12 +1,14 @@
 // algo_env_vjp_g1_tracking: the G1 tracking task (float64 build of envs/g1_tracking.c) on the G1 model through
 // the float64 engine, its reference from two short LAFAN1 clips (skipped, 77, when the clips or the model are
 // absent):
+//   - the task's own body frames (env_tree_frames) against the engine's kinematics stage;
 //   - the observation against an independent computation at reset states: the anchor-frame terms from
 //     quaternions (xquat) where the task uses matrices, the pelvis velocity and every body's velocity against
 //     differences of positions along q (+) qvel h (the engine's own integration), the re-anchored reference
 //     (yaw from the quaternion formula) in the body-position error; the residual action's ctrl;
 //   - every observation block's and reward term's VJP (each term alone) against central differences in the
-//     engine's tangent space (q (+) eps e_k through sim_integratePos, never raw quaternion components), at
+//     engine's tangent space (q (+) eps e_k through sim_integratePos, never raw quaternion components), the
+//     world's kinematics arrays poisoned (NaN) so that every function evaluates its frames at the qpos it gets, at
 //     states drawn from both clips with reset noise and extra offsets of the robot's anchor (the re-anchored
 //     reference depends on its pose), joints pushed past their soft limits;
 //   - act's VJP (ctrl and the last/previous action state) against differences over the action and the state.
@@ -60,11 +62,18 @@ static const SimModel* M;
 static SimData* DD;
 static SimWorld W;
 static void kin(void) { sim_run_stage(M, DD, SIM_STAGE_KINEMATICS); }
+// the task computes its frames from qpos: the world's kinematics arrays poisoned show it never reads them
+static void poison(void) {
+  for (int i = 0; i < 3 * M->nbody; i++) W.xpos[i] = NAN;
+  for (int i = 0; i < 4 * M->nbody; i++) W.xquat[i] = NAN;
+  for (int i = 0; i < 9 * M->nbody; i++) W.xmat[i] = NAN;
+  for (int i = 0; i < 3 * M->njnt; i++) W.xanchor[i] = NAN, W.xaxis[i] = NAN;
+}
 
 // the function under test: a weighted observation block (actor or critic) or the reward
 enum { F_OBS, F_CRITIC, F_REWARD };
 static double f_eval(int kind, const double* g) {
-  kin();
+  poison();
   double o[NC], f = 0;
   if (kind == F_REWARD) return g1_tracking_reward(M, &W, &C, NULL);
   if (kind == F_OBS) g1_tracking_observe(M, &W, &C, o, 0, 1);
@@ -74,7 +83,7 @@ static double f_eval(int kind, const double* g) {
 }
 static void vjp(int kind, const double* g, double* dq, double* dv) {
   double dc[NU] = {0};
-  kin();
+  poison();
   if (kind == F_REWARD) g1_tracking_reward_vjp(M, &W, &C, NULL, 1, dq, dv, dc);
   else if (kind == F_OBS) g1_tracking_observe_vjp(M, &W, &C, g, dq, dv);
   else g1_tracking_observe_critic_vjp(M, &W, &C, g, dq, dv);
@@ -211,7 +220,7 @@ int main(void) {
   const G1Data* D = (const G1Data*)data;
   const EnvTaskInfo* info = &env_task_g1_tracking.info;
   TEST_CHECK(info->obs_dim == NO && info->act_dim == NU && info->frame_skip == 4 && info->nstate == ENVS_COUNT &&
-                 info->nparam == ENVP_COUNT && info->needs_kinematics,
+                 info->nparam == ENVP_COUNT && !info->needs_kinematics,
              "task info");
   int want_bins = 0;
   for (int c = 0; c < 2; c++) want_bins += lib.clip_len[c] / 50 + 1;  // floor(T / (1 / 0.02)) + 1
@@ -247,6 +256,13 @@ int main(void) {
     }
     TEST_CHECK(s_frame == f0 + 1 && s_last[3] == a[3], "act advances the frame and keeps the action");
     kin();
+    G1Kin kk;  // the task's own frames equal the engine's kinematics stage
+    g1_kin(m, &W, D, g1_ref_prev(&C), &kk);
+    for (int i = 0; i < 3 * G1_NBODY; i++) worst_fwd = fmax(worst_fwd, fabs(kk.xpos[i] - W.xpos[i]));
+    for (int i = 0; i < 9 * G1_NBODY; i++) worst_fwd = fmax(worst_fwd, fabs(kk.xmat[i] - W.xmat[i]));
+    for (int i = 0; i < 4 * G1_NBODY; i++) worst_fwd = fmax(worst_fwd, fabs(kk.xquat[i] - W.xquat[i]));
+    for (int i = 3; i < 3 * m->njnt; i++)
+      worst_fwd = fmax(worst_fwd, fmax(fabs(kk.xanchor[i] - W.xanchor[i]), fabs(kk.xaxis[i] - W.xaxis[i])));
     double o[NC];
     g1_tracking_observe_critic(m, &W, &C, o, 0, 1);
     const sim_real* r = g1_ref(D, s_clip, s_frame);
@@ -280,9 +296,10 @@ int main(void) {
     qconj(W.xquat + 4 * D->body[0], qpi);
     qrot(qpi, u, vp);
     for (int i = 0; i < 3; i++) worst_fwd = fmax(worst_fwd, fabs(o[67 + i] - vp[i]) / 10);  // FD: ~1e-9
-    env_body_twists(m, &W, tw);
+    EnvFrames wf = {W.xpos, W.xquat, W.xmat, W.xanchor, W.xaxis};  // the engine's kinematics here
+    env_body_twists(m, &wf, W.qvel, tw);
     for (int b = 1; b < G1_NBODY; b++) {
-      g1_body_vel(&W, tw, b, vb);
+      g1_body_vel(W.xpos, tw, b, vb);
       for (int i = 0; i < 3; i++)
         worst_fwd = fmax(worst_fwd, fabs(vb[i] - (xp[1][3 * b + i] - xp[0][3 * b + i]) / (2 * h)) / 10);
     }
