@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fd_errors.h"
 #include "tests/test.h"
 
 #define NQ 36
@@ -39,25 +40,6 @@ static void* S[ENVS_COUNT];
 static void* DS[ENVS_COUNT];
 
 static double urand(uint64_t* s, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(s); }
-static int cmp_d(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-static void rel_errors(const double* g, const double* fd, int n, double* err, int* ne, double* worst) {
-  double scale = 0;
-  for (int i = 0; i < n; i++) scale = fmax(scale, fabs(fd[i]));
-  for (int i = 0; i < n; i++) {
-    if (fabs(fd[i]) <= 1e-9 * scale && fabs(g[i]) <= 1e-9 * scale) continue;  // zero both: not counted
-    double e = fabs(g[i] - fd[i]) / fmax(fabs(fd[i]), 1e-6 * scale + 1e-300);
-    err[(*ne)++] = e;
-    *worst = fmax(*worst, e);
-  }
-}
-
 static const SimModel* M;
 static SimData* DD;
 static SimWorld W;
@@ -134,11 +116,11 @@ static double check(int kind, const double* g, double* worst, int* count) {
   memcpy(ga + 2 * NV, ds_last, sizeof(ds_last)), memcpy(ga + 2 * NV + NU, ds_prev, sizeof(ds_prev));
   memcpy(fa, fq, sizeof(fq)), memcpy(fa + NV, fv, sizeof(fv)), memcpy(fa + 2 * NV, fl, sizeof(fl));
   memcpy(fa + 2 * NV + NU, fp, sizeof(fp));
-  rel_errors(ga, fa, 2 * NV + 2 * NU, errs, &ne, worst);
+  fd_rel_errors(ga, fa, 2 * NV + 2 * NU, 1, errs, &ne, worst);
   int nz = 0;
   for (int i = 0; i < 2 * NV + 2 * NU; i++) nz += fabs(fa[i]) > 1e-9;
   *count = nz;
-  return ne ? median(errs, ne) : 0;
+  return ne ? fd_median(errs, ne) : 0;
 }
 
 // quaternion helpers for the independent computation
@@ -393,7 +375,7 @@ int main(void) {
   double all[18 * 6];
   int na = 0;
   for (int t = 0; t < NBLK + NREW; t++) {
-    double mt = median(med[t], NSTATE);
+    double mt = fd_median(med[t], NSTATE);
     const char* nm = t < NBLK ? obs_blocks[t].name : rew_names[t - NBLK];
     printf("  %-20s median over states of the per-state medians %.3g, nonzero partials >= %d\n", nm, mt, nzmin[t]);
     TEST_CHECK(mt <= 1e-6, "%s: VJP vs tangent-space FD median %.3g", nm, mt);
@@ -425,16 +407,16 @@ int main(void) {
       fa[NU + j] = (f[1] - f[0]) / (2 * eps);
     }
     memcpy(gav, da, sizeof(da)), memcpy(gav + NU, ds_last, sizeof(ds_last));
-    rel_errors(gav, fa, 2 * NU, ga_err, &nae, &worst_act);
+    fd_rel_errors(gav, fa, 2 * NU, 1, ga_err, &nae, &worst_act);
     double pz = 0;
     for (int i = 0; i < NU; i++) pz += fabs(ds_prev[i]);
     TEST_CHECK(pz == 0, "act_vjp: prev' does not depend on prev");
   }
-  double med_act = median(ga_err, nae);
+  double med_act = fd_median(ga_err, nae);
   TEST_CHECK(med_act <= 1e-6, "act VJP vs FD: median %.3g max %.3g", med_act, worst_act);
   printf("g1_tracking: observation vs independent computation %.3g; %d observation blocks and %d reward terms at %d "
          "states: median %.3g, worst partial %.3g; act VJP median %.3g\n",
-         worst_fwd, NBLK, NREW, NSTATE, median(all, na), worst, med_act);
+         worst_fwd, NBLK, NREW, NSTATE, fd_median(all, na), worst, med_act);
   free(data);
   motion_lib_free(&lib);
   sim_data_free(DD);
