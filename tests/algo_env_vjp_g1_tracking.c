@@ -11,7 +11,10 @@
 //     world's kinematics arrays poisoned (NaN) so that every function evaluates its frames at the qpos it gets, at
 //     states drawn from both clips with reset noise and extra offsets of the robot's anchor (the re-anchored
 //     reference depends on its pose), joints pushed past their soft limits;
-//   - act's VJP (ctrl and the last/previous action state) against differences over the action and the state.
+//   - act's VJP (ctrl and the last/previous action state) against differences over the action and the state;
+//   - one BPTT rollout (2 control steps x 4 substeps from a reference pose, feet in contact, converged solver):
+//     the gradient of sum_t r_t + g . critic_obs_T with respect to the actions, the initial tangent qpos, qvel
+//     and last action, from the task VJPs and the engine adjoint chained as SHAC does, against differences.
 // Errors: |vjp - fd| / max(|fd|, 1e-6 max_k |fd_k|) per partial (partials zero in both left out); medians
 // <= 1e-6 per term.
 #define SIM_DOUBLE
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/sim_adjoint.h"
 #include "tests/fd_errors.h"
 #include "tests/test.h"
 
@@ -154,6 +158,43 @@ static double act_L(const ActPoint* ap, const double* a) {
   return L;
 }
 
+// ---- a BPTT rollout through contacts: the task's state and the engine's, saved and restored whole ----
+#define KR 2  // control steps of the rollout
+typedef struct {
+  double qpos[NQ], qvel[NV], ctrl[NU], warm[NV], time;
+  int32_t clip, frame, push, rng[2], nstep;
+  double last[NU], prev[NU];
+} Snap;
+static void snap_save(Snap* s) {
+  memcpy(s->qpos, W.qpos, sizeof(s->qpos)), memcpy(s->qvel, W.qvel, sizeof(s->qvel));
+  memcpy(s->ctrl, W.ctrl, sizeof(s->ctrl)), memcpy(s->warm, W.qacc_warmstart, sizeof(s->warm));
+  s->time = W.time[0], s->clip = s_clip, s->frame = s_frame, s->push = s_push, s->nstep = s_nstep;
+  s->rng[0] = s_rng[0], s->rng[1] = s_rng[1];
+  memcpy(s->last, s_last, sizeof(s_last)), memcpy(s->prev, s_prev, sizeof(s_prev));
+}
+static void snap_load(const Snap* s) {
+  memcpy(W.qpos, s->qpos, sizeof(s->qpos)), memcpy(W.qvel, s->qvel, sizeof(s->qvel));
+  memcpy(W.ctrl, s->ctrl, sizeof(s->ctrl)), memcpy(W.qacc_warmstart, s->warm, sizeof(s->warm));
+  W.time[0] = s->time, s_clip = s->clip, s_frame = s->frame, s_push = s->push, s_nstep = s->nstep;
+  s_rng[0] = s->rng[0], s_rng[1] = s->rng[1];
+  memcpy(s_last, s->last, sizeof(s_last)), memcpy(s_prev, s->prev, sizeof(s_prev));
+}
+// L = sum_t r_t + g . critic_obs_T from s0 under actions a (KR, NU)
+static double rollout(const Snap* s0, const double* a, const double* g, int record, Snap* pre, Snap* post) {
+  snap_load(s0);
+  double L = 0, o[NC];
+  for (int t = 0; t < KR; t++) {
+    if (pre) snap_save(&pre[t]);
+    g1_tracking_act(M, &W, &C, a + t * NU, 0, 1);
+    sim_control_step(M, DD, 4, record);
+    L += g1_tracking_reward(M, &W, &C, a + t * NU);
+    if (post) snap_save(&post[t]);
+  }
+  g1_tracking_observe_critic(M, &W, &C, o, 0, 1);
+  for (int i = 0; i < NC; i++) L += g[i] * o[i];
+  return L;
+}
+
 static const char* kClips[2] = {"lafan1_g1/walk1_subject1.csv.gz", "lafan1_g1/dance1_subject1.csv.gz"};
 
 int main(void) {
@@ -186,11 +227,13 @@ int main(void) {
 
   SimLoadOptions opt;
   sim_load_options_default(&opt);
+  opt.iterations = 1000, opt.tolerance = 0, opt.ls_iterations = 100;  // converged: the adjoint's fixed point
   void* mj = NULL;
   TEST_CHECK(sim_load_mjcf(model, &opt, &mj, msg, sizeof(msg)) == 0, "load: %s", msg);
   SimModel* m = NULL;
   TEST_CHECK(mj && sim_model_import(mj, &m, msg, sizeof(msg)) == 0, "import: %s", msg);
   if (!m) return test_report("algo_env_vjp_g1_tracking");
+  TEST_CHECK(sim_adjoint_enable(m, KR * 4) == 0, "adjoint");
   TEST_CHECK(sim_data_create(m, 1, &DD) == 0, "data");
   M = m;
   sim_world(m, DD, 0, &W);
@@ -414,6 +457,61 @@ int main(void) {
   }
   double med_act = fd_median(ga_err, nae);
   TEST_CHECK(med_act <= 1e-6, "act VJP vs FD: median %.3g max %.3g", med_act, worst_act);
+
+  // ---- a BPTT rollout from the reference pose (feet on the floor) ----
+  sim_reset(m, DD, 0, -1);
+  for (int i = 0; i < ENVP_COUNT; i++) P[i] = info->params[i].def;
+  P[ENVP_obs_noise] = 0, P[ENVP_push_max] = 0, P[ENVP_w_self_collision] = 0;
+  g1_tracking_reset(m, &W, &C, &rng, 0, 1);
+  g1_start(m, &W, &C, &rng, 0, 40);
+  for (int i = 0; i < NU; i++) s_last[i] = urand(&rng, -0.5, 0.5), s_prev[i] = 0;
+  Snap s0, pre[KR], post[KR];
+  snap_save(&s0);
+  double ar[KR * NU], gr[NC], gar[KR * NU], fr[KR * NU + 2 * NV + NU], gall[KR * NU + 2 * NV + NU];
+  for (int i = 0; i < KR * NU; i++) ar[i] = urand(&rng, -0.5, 0.5);
+  for (int i = 0; i < NC; i++) gr[i] = urand(&rng, -0.1, 0.1);
+  sim_tape_clear(m, DD);
+  rollout(&s0, ar, gr, 1, pre, post);
+  int ncon = DD->ncon[0];
+  double *aq = DD->adj_qpos, *av = DD->adj_qvel;
+  memset(aq, 0, sizeof(double) * NV), memset(av, 0, sizeof(double) * NV);
+  memset(ds_last, 0, sizeof(ds_last)), memset(ds_prev, 0, sizeof(ds_prev));
+  g1_tracking_observe_critic_vjp(m, &W, &C, gr, aq, av);
+  for (int t = KR - 1; t >= 0; t--) {
+    double du[NU] = {0};
+    snap_load(&post[t]);
+    g1_tracking_reward_vjp(m, &W, &C, ar + t * NU, 1, aq, av, du);
+    snap_load(&pre[t]);  // the backward keeps the world's state; it recomputes from the tape
+    sim_control_step_backward(m, DD, 4);
+    for (int i = 0; i < NU; i++) du[i] += DD->adj_ctrl[i], gar[t * NU + i] = 0;
+    g1_tracking_act_vjp(m, &W, &C, ar + t * NU, du, gar + t * NU);
+  }
+  memcpy(gall, gar, sizeof(gar)), memcpy(gall + KR * NU, aq, sizeof(double) * NV);
+  memcpy(gall + KR * NU + NV, av, sizeof(double) * NV), memcpy(gall + KR * NU + 2 * NV, ds_last, sizeof(ds_last));
+  const double eps = 1e-6;
+  for (int j = 0; j < KR * NU + 2 * NV + NU; j++) {
+    double f[2];
+    for (int s = 0; s < 2; s++) {
+      Snap sp = s0;
+      double ap[KR * NU], e[NV] = {0}, h = s ? eps : -eps;
+      memcpy(ap, ar, sizeof(ap));
+      if (j < KR * NU) ap[j] += h;
+      else if (j < KR * NU + NV) e[j - KR * NU] = 1, sim_integratePos(m, sp.qpos, e, h, 0, 1);
+      else if (j < KR * NU + 2 * NV) sp.qvel[j - KR * NU - NV] += h;
+      else sp.last[j - KR * NU - 2 * NV] += h;
+      f[s] = rollout(&sp, ap, gr, 0, NULL, NULL);
+    }
+    fr[j] = (f[1] - f[0]) / (2 * eps);
+  }
+  double rerr[KR * NU + 2 * NV + NU], worst_r = 0;
+  int nr = 0;
+  fd_rel_errors(gall, fr, KR * NU + 2 * NV + NU, 1, rerr, &nr, &worst_r);
+  double med_r = fd_median(rerr, nr);
+  TEST_CHECK(ncon >= 2, "the rollout touches the floor: %d contacts", ncon);
+  TEST_CHECK(med_r <= 1e-6, "%d-step BPTT rollout vs tangent-space FD: median %.3g max %.3g over %d partials", KR,
+             med_r, worst_r, nr);
+  printf("g1_tracking: %d-step BPTT rollout (%d contacts), actions, tangent qpos, qvel and the last action: median "
+         "%.3g max %.3g over %d partials\n", KR, ncon, med_r, worst_r, nr);
   printf("g1_tracking: observation vs independent computation %.3g; %d observation blocks and %d reward terms at %d "
          "states: median %.3g, worst partial %.3g; act VJP median %.3g\n",
          worst_fwd, NBLK, NREW, NSTATE, fd_median(all, na), worst, med_act);
