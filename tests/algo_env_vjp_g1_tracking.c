@@ -227,7 +227,7 @@ int main(void) {
 
   SimLoadOptions opt;
   sim_load_options_default(&opt);
-  opt.iterations = 1000, opt.tolerance = 0, opt.ls_iterations = 100;  // converged: the adjoint's fixed point
+  opt.iterations = 1000, opt.tolerance = 1e-15, opt.ls_iterations = 100;  // converged: the adjoint's fixed point
   void* mj = NULL;
   TEST_CHECK(sim_load_mjcf(model, &opt, &mj, msg, sizeof(msg)) == 0, "load: %s", msg);
   SimModel* m = NULL;
