@@ -40,7 +40,8 @@ typedef struct MotionLib {
 } MotionLib;
 
 // Resamples every clip of set to fps (motion_resample) and fills the library: body poses by the engine's
-// forward kinematics of the MJCF model_path (float64; found as given, the caller resolves asset paths).
+// forward kinematics of the MJCF model_path (float64; looked up as sim_load_mjcf does: as given, then on the
+// asset search path).
 // The model's free joint and hinges must match the clips' nq. Errors: MOTION_ERR_* and a message naming the
 // clip or model.
 int motion_lib_build(const MotionSet* set, const char* model_path, double fps, MotionLib* out, char* err,

@@ -90,8 +90,9 @@ static int sync_path(const char* path, int dir) {
 }
 
 int motion_lib_write(const MotionLib* lib, const char* path, char* err, size_t errlen) {
-  if (!lib || lib->nclip < 1 || lib->nframe < 1 || !path || !*path) {
-    snprintf(err, errlen, "%s: nothing to write (empty motion library)", path ? path : "(null)");
+  if (!lib || lib->nclip < 1 || lib->nframe < 1 || lib->njoint < 1 || lib->nbody < 1 || !path || !*path) {
+    snprintf(err, errlen, "%s: nothing to write (a motion library needs clips, frames, joints and bodies)",
+             path ? path : "(null)");
     return MOTION_ERR_ARG;
   }
   quiet();
@@ -189,7 +190,7 @@ static hid_t open_ds(Ctx* c, hid_t f, const char* name, int rank, H5T_class_t cl
   return ds;
 }
 
-static int read_strings(Ctx* c, hid_t f, const char* name, size_t width, int* n, char** out) {
+static int read_strings(Ctx* c, hid_t f, const char* name, size_t width, int unique, int* n, char** out) {
   hsize_t dims[1];
   int rc;
   hid_t ds = open_ds(c, f, name, 1, H5T_STRING, dims, &rc);
@@ -213,8 +214,11 @@ static int read_strings(Ctx* c, hid_t f, const char* name, size_t width, int* n,
   H5Tclose(mt);
   H5Dclose(ds);
   for (int i = 0; !rc && i < *n; i++) {
-    (*out)[(size_t)i * width + width - 1] = '\0';
-    if (!(*out)[(size_t)i * width]) rc = fail(c, name, "entry %d is empty", i);
+    char* s = *out + (size_t)i * width;
+    s[width - 1] = '\0';
+    if (!s[0]) rc = fail(c, name, "entry %d is empty", i);
+    for (int j = 0; !rc && unique && j < i; j++)  // look-up by name needs one entry per name
+      if (!strcmp(s, *out + (size_t)j * width)) rc = fail(c, name, "entries %d and %d are both '%s'", j, i, s);
   }
   return rc;
 }
@@ -293,9 +297,9 @@ int motion_lib_read(const char* path, MotionLib* out, char* err, size_t errlen) 
   }
   char *clips = NULL, *joints = NULL, *bodies = NULL;
   int nclip = 0, njoint = 0, nbody = 0;
-  if (!rc) rc = read_strings(&c, f, "clip_names", sizeof(out->clip_name[0]), &nclip, &clips);
-  if (!rc) rc = read_strings(&c, f, "joint_names", MOTION_NAME_MAX, &njoint, &joints);
-  if (!rc) rc = read_strings(&c, f, "body_names", MOTION_NAME_MAX, &nbody, &bodies);
+  if (!rc) rc = read_strings(&c, f, "clip_names", sizeof(out->clip_name[0]), 0, &nclip, &clips);
+  if (!rc) rc = read_strings(&c, f, "joint_names", MOTION_NAME_MAX, 1, &njoint, &joints);
+  if (!rc) rc = read_strings(&c, f, "body_names", MOTION_NAME_MAX, 1, &nbody, &bodies);
   // the frame count from qpos
   hsize_t qd[2] = {0, 0};
   if (!rc) {

@@ -18,29 +18,7 @@ if [ -z "$SRC" ]; then
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-n=0
-expect() {  # expect CODE REGEX CMD...: exit code and output (grep -E)
-  local code=$1 re=$2
-  shift 2
-  n=$((n + 1))
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" != "$code" ] || ! grep -qE -- "$re" <<<"$out"; then
-    echo "FAIL: $* -> exit $rc (want $code), output:"
-    echo "$out" | head -5 | sed 's/^/    /'
-    echo "  (wanted /$re/)"
-    fails=$((fails + 1))
-  fi
-}
-check() {  # check DESCRIPTION TEST...
-  n=$((n + 1))
-  if ! "${@:2}"; then
-    echo "FAIL: $1"
-    fails=$((fails + 1))
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 # two clips of 40 and 31 frames (30 fps: 1.3 s -> 66 frames, 1.0 s -> 51 frames at 50 Hz)
 mkdir "$T/good"

@@ -156,6 +156,18 @@ int main(void) {
     }
     expect_refused(bad, ds, cases[k].what);
   }
+  // two bodies of one name
+  snprintf(cmd, sizeof(cmd), "cp %s %s", path, bad);
+  if (system(cmd)) return 1;
+  {
+    hid_t f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, "body_names", H5P_DEFAULT);
+    char names[2][MOTION_NAME_MAX] = {"shin", "shin"};
+    hid_t st = H5Dget_type(ds);
+    H5Dwrite(ds, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, names);
+    H5Tclose(st), H5Dclose(ds), H5Fclose(f);
+  }
+  expect_refused(bad, "body_names", "entries 0 and 1 are both 'shin'");
   // not a motion library, not HDF5, absent
   snprintf(cmd, sizeof(cmd), "cp %s %s && printf 'x' | dd of=%s bs=1 seek=0 conv=notrunc 2>/dev/null", path, bad, bad);
   if (system(cmd)) return 1;

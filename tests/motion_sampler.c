@@ -4,16 +4,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "envs/env.h"  // env_rng_uniform: the tasks' splitmix64 draws
 #include "motion/motion_sampler.h"
 #include "tests/test.h"
-
-static uint64_t splitmix(uint64_t* s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double uniform(uint64_t* s) { return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 int main(void) {
   const double dt = 0.02;
@@ -85,7 +78,7 @@ int main(void) {
   uint64_t rng = 12345;
   int wrong_clip = 0;
   for (int k = 0; k < N; k++) {
-    double u = uniform(&rng), v = uniform(&rng);
+    double u = env_rng_uniform(&rng), v = env_rng_uniform(&rng);
     int b = motion_sampler_pick(cdf, 6, u), c, f;
     motion_sampler_draw(cdf, 6, bin_clip, bin0, len, u, v, &c, &f);
     hist[b]++;

@@ -7,32 +7,7 @@ A=$1
 POKE=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-n=0
-# expect CODE REGEX CMD...: runs CMD, checks its exit code and that its output matches REGEX (grep -E)
-expect() {
-  local code=$1 re=$2
-  shift 2
-  n=$((n + 1))
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" != "$code" ] || ! grep -qE -- "$re" <<<"$out"; then
-    echo "FAIL: $* -> exit $rc (want $code), output:"
-    echo "$out" | head -5 | sed 's/^/    /'
-    echo "  (wanted /$re/)"
-    fails=$((fails + 1))
-  fi
-}
-check() {  # check DESCRIPTION TEST...
-  local what=$1
-  shift
-  n=$((n + 1))
-  if ! "$@"; then
-    echo "FAIL: $what"
-    fails=$((fails + 1))
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 # base runs: SHAC with an EMA shadow (cartpole nablamimic) and PPO; a checkpoint each iteration
 "$A" train configs/cartpole_nablamimic.yaml --max-iterations 3 run.checkpoint_every=1 --num-envs 16 \
