@@ -58,6 +58,7 @@
 #include <stdint.h>
 
 #include "sim/sim.h"
+#include "sim/sim_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -140,6 +141,174 @@ SIM_FN void env_vjp_rot_to_body(const sim_real y[3], const sim_real ybar[3], sim
   wbar[0] += ybar[1] * y[2] - ybar[2] * y[1];
   wbar[1] += ybar[2] * y[0] - ybar[0] * y[2];
   wbar[2] += ybar[0] * y[1] - ybar[1] * y[0];
+}
+
+// ---- world-frame rotation cotangents: th is the cotangent of a rotation vector d applied on the left of a
+// body's orientation (R -> exp([d]x) R, d in the world frame), as env_vjp_body_kin takes them ----
+// M = A^T B (e.g. a body's orientation in an anchor's frame), Mbar its cotangent: B's rotation cotangent is +s,
+// A's is -s, s = vee(G - G^T) with G = A Mbar B^T (written to s)
+SIM_FN void env_vjp_rel_rot(const sim_real A[9], const sim_real Mbar[9], const sim_real B[9], sim_real s[3]) {
+  sim_real T[9], G[9];  // T = Mbar B^T, G = A T
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      T[3 * i + j] = Mbar[3 * i] * B[3 * j] + Mbar[3 * i + 1] * B[3 * j + 1] + Mbar[3 * i + 2] * B[3 * j + 2];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) G[3 * i + j] = A[3 * i] * T[j] + A[3 * i + 1] * T[3 + j] + A[3 * i + 2] * T[6 + j];
+  s[0] = G[7] - G[5], s[1] = G[2] - G[6], s[2] = G[3] - G[1];
+}
+// psi = atan2(R10, R00), the yaw of R (z-y-x Euler angles): th += psibar * dpsi/dd
+SIM_FN void env_vjp_yaw(const sim_real R[9], sim_real psibar, sim_real th[3]) {
+  sim_real c = R[0], s = R[3], n = c * c + s * s;
+  if (!(n > 0)) return;
+  th[0] -= psibar * c * R[6] / n;
+  th[1] -= psibar * s * R[6] / n;
+  th[2] += psibar;
+}
+
+SIM_FN void env_cross(sim_real r[3], const sim_real a[3], const sim_real b[3]) {
+  r[0] = a[1] * b[2] - a[2] * b[1], r[1] = a[2] * b[0] - a[0] * b[2], r[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+// ---- body frames, velocities and the VJP of body poses and velocities, for a tree of hinges under at most one
+// free joint (at most one joint a body; the free joint's qvel: world linear velocity of the body origin, then the
+// angular velocity in the body frame). The frames are the task's own (env_tree_frames), evaluated at the qpos
+// it is given: a gradient pass hands a VJP a stored state whose kinematics arrays the world does not hold. ----
+typedef struct EnvFrames {
+  sim_real *xpos, *xquat, *xmat;  // (nbody, 3 / 4 / 9)
+  sim_real *xanchor, *xaxis;      // (njnt, 3)
+} EnvFrames;
+// MuJoCo's mj_kinematics1 for such a tree (in sim_real: within rounding of the engine's kinematics stage)
+SIM_FN void env_tree_frames(const SimModel* m, const sim_real* qpos, const EnvFrames* f) {
+  const sim_real one[4] = {1, 0, 0, 0};
+  for (int i = 0; i < 3; i++) f->xpos[i] = 0;
+  for (int i = 0; i < 4; i++) f->xquat[i] = one[i];
+  for (int i = 0; i < 9; i++) f->xmat[i] = (sim_real)(i % 4 == 0);
+  for (int b = 1; b < m->nbody; b++) {
+    int j = m->body_jntadr[b], pb = m->body_parentid[b];
+    sim_real *p = f->xpos + 3 * b, *q = f->xquat + 4 * b;
+    if (m->body_jntnum[b] == 1 && m->jnt_type[j] == SIM_JNT_FREE) {
+      const sim_real* qj = qpos + m->jnt_qposadr[j];
+      for (int i = 0; i < 3; i++) p[i] = f->xanchor[3 * j + i] = qj[i], f->xaxis[3 * j + i] = m->jnt_axis[3 * j + i];
+      for (int i = 0; i < 4; i++) q[i] = qj[3 + i];
+    } else {
+      sim_real t[3];
+      simu_rotVecQuat(t, m->body_pos + 3 * b, f->xquat + 4 * pb);
+      for (int i = 0; i < 3; i++) p[i] = f->xpos[3 * pb + i] + t[i];
+      simu_mulQuat(q, f->xquat + 4 * pb, m->body_quat + 4 * b);
+      if (m->body_jntnum[b] == 1) {  // a hinge: turn about its axis, keeping its anchor
+        sim_real *xa = f->xanchor + 3 * j, ql[4];
+        simu_rotVecQuat(f->xaxis + 3 * j, m->jnt_axis + 3 * j, q);
+        simu_rotVecQuat(t, m->jnt_pos + 3 * j, q);
+        for (int i = 0; i < 3; i++) xa[i] = p[i] + t[i];
+        simu_axisAngle2Quat(ql, m->jnt_axis + 3 * j, qpos[m->jnt_qposadr[j]] - m->qpos0[m->jnt_qposadr[j]]);
+        simu_mulQuat(q, q, ql);
+        simu_rotVecQuat(t, m->jnt_pos + 3 * j, q);
+        for (int i = 0; i < 3; i++) p[i] = xa[i] - t[i];
+      }
+    }
+    simu_normalize4(q);
+    simu_quat2Mat(f->xmat + 9 * b, q);
+  }
+}
+// Twists (nbody, 6) at the world origin: (angular velocity, velocity of the body-fixed point at the world
+// origin), world frame; a body origin's velocity is tw[3..5] + tw[0..2] x xpos.
+SIM_FN void env_body_twists(const SimModel* m, const EnvFrames* fr, const sim_real* qvel, sim_real* tw) {
+  for (int k = 0; k < 6; k++) tw[k] = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    sim_real* t = tw + 6 * b;
+    const sim_real* tp = tw + 6 * m->body_parentid[b];
+    for (int k = 0; k < 6; k++) t[k] = tp[k];
+    if (m->body_jntnum[b] < 1) continue;
+    int j = m->body_jntadr[b];
+    const sim_real* qd = qvel + m->jnt_dofadr[j];
+    sim_real a[3], x[3], s = 1;  // the joint's angular velocity a (times s) about the point x
+    if (m->jnt_type[j] == SIM_JNT_FREE) {
+      const sim_real* R = fr->xmat + 9 * b;
+      for (int i = 0; i < 3; i++)
+        a[i] = R[3 * i] * qd[3] + R[3 * i + 1] * qd[4] + R[3 * i + 2] * qd[5], x[i] = fr->xpos[3 * b + i];
+      for (int i = 0; i < 3; i++) t[3 + i] += qd[i];
+    } else {
+      for (int i = 0; i < 3; i++) a[i] = fr->xaxis[3 * j + i], x[i] = fr->xanchor[3 * j + i];
+      s = qd[0];
+    }
+    sim_real xa[3];
+    env_cross(xa, x, a);
+    for (int i = 0; i < 3; i++) t[i] += s * a[i], t[3 + i] += s * xa[i];
+  }
+}
+// Row of g per body: the caller writes the cotangents of [xpos (3), orientation (3, world-frame rotation
+// vector), origin velocity (3), angular velocity (3)] (zeros for bodies it does not read); the rest is scratch.
+#define ENV_KIN_G 18
+// Adds the tangent-space VJP into dqpos and dqvel (nv each) at the frames fr and velocity qvel; tw:
+// env_body_twists there; g is consumed.
+// A dof with motion axis S = (a, x cross a) moves the subtree below it rigidly: a pose gradient S . (Theta, P)
+// with P = sum pbar, Theta = sum (thbar + x_b cross pbar); the subtree's twists turn by S x (t_b - t_parent), a
+// gradient S . (sum t_b x* tbar_b - t_parent x* sum tbar_b) (x*: the spatial force cross product).
+SIM_FN void env_vjp_body_kin(const SimModel* m, const EnvFrames* fr, const sim_real* qvel, const sim_real* tw,
+                             sim_real* g, sim_real* dqpos, sim_real* dqvel) {
+  for (int b = 1; b < m->nbody; b++) {  // a body's own terms: [Theta, P, tbar (n, f), t x* tbar]
+    sim_real* r = g + ENV_KIN_G * b;
+    const sim_real *p = fr->xpos + 3 * b, *w = tw + 6 * b, *u = tw + 6 * b + 3;
+    sim_real P[3], T[3], n[3], f[3];
+    for (int i = 0; i < 3; i++) f[i] = r[6 + i];
+    env_cross(P, f, w);  // P = pbar + vbar x w (the origin's velocity turns with the body)
+    for (int i = 0; i < 3; i++) P[i] += r[i];
+    env_cross(T, p, P);  // Theta = thbar + x x P
+    for (int i = 0; i < 3; i++) T[i] += r[3 + i];
+    env_cross(n, p, f);  // the twist's angular cotangent: wbar + x x vbar
+    for (int i = 0; i < 3; i++) n[i] += r[9 + i];
+    for (int i = 0; i < 3; i++) r[i] = T[i], r[3 + i] = P[i], r[6 + i] = n[i], r[9 + i] = f[i];
+    r[12] = w[1] * n[2] - w[2] * n[1] + u[1] * f[2] - u[2] * f[1];
+    r[13] = w[2] * n[0] - w[0] * n[2] + u[2] * f[0] - u[0] * f[2];
+    r[14] = w[0] * n[1] - w[1] * n[0] + u[0] * f[1] - u[1] * f[0];
+    r[15] = w[1] * f[2] - w[2] * f[1], r[16] = w[2] * f[0] - w[0] * f[2], r[17] = w[0] * f[1] - w[1] * f[0];
+  }
+  for (int b = m->nbody - 1; b >= 1; b--) {  // children first: row b holds its subtree's sums
+    sim_real* r = g + ENV_KIN_G * b;
+    int pb = m->body_parentid[b];
+    if (m->body_jntnum[b] >= 1) {
+      int j = m->body_jntadr[b], v = m->jnt_dofadr[j];
+      const sim_real *n = r + 6, *f = r + 9, *tp = tw + 6 * pb;
+      sim_real x[3], Q[6];  // Q = sum t_b x* tbar_b - t_parent x* sum tbar_b
+      if (m->jnt_type[j] == SIM_JNT_FREE) {  // the rotation sits below the translation: t_parent = (0, v_lin)
+        const sim_real* vl = qvel + v;
+        for (int i = 0; i < 3; i++) x[i] = fr->xpos[3 * b + i];
+        Q[0] = r[12] - (vl[1] * f[2] - vl[2] * f[1]), Q[1] = r[13] - (vl[2] * f[0] - vl[0] * f[2]);
+        Q[2] = r[14] - (vl[0] * f[1] - vl[1] * f[0]);
+        for (int i = 0; i < 3; i++) {
+          Q[3 + i] = r[15 + i];
+          dqpos[v + i] += r[3 + i] + r[15 + i];  // translations move the whole subtree (t_parent = 0)
+          dqvel[v + i] += f[i];
+        }
+      } else {
+        for (int i = 0; i < 3; i++) x[i] = fr->xanchor[3 * j + i];
+        Q[0] = r[12] - (tp[1] * n[2] - tp[2] * n[1] + tp[4] * f[2] - tp[5] * f[1]);
+        Q[1] = r[13] - (tp[2] * n[0] - tp[0] * n[2] + tp[5] * f[0] - tp[3] * f[2]);
+        Q[2] = r[14] - (tp[0] * n[1] - tp[1] * n[0] + tp[3] * f[1] - tp[4] * f[0]);
+        Q[3] = r[15] - (tp[1] * f[2] - tp[2] * f[1]), Q[4] = r[16] - (tp[2] * f[0] - tp[0] * f[2]);
+        Q[5] = r[17] - (tp[0] * f[1] - tp[1] * f[0]);
+      }
+      // S . F for S = (a, x cross a), F = (n, f): a . (n + f cross x)
+      sim_real fq[3], fv[3];
+      for (int i = 0; i < 3; i++) fq[i] = r[i] + Q[i], fv[i] = n[i];
+      const sim_real Pf[3] = {r[3] + Q[3], r[4] + Q[4], r[5] + Q[5]};
+      fq[0] += Pf[1] * x[2] - Pf[2] * x[1], fq[1] += Pf[2] * x[0] - Pf[0] * x[2], fq[2] += Pf[0] * x[1] - Pf[1] * x[0];
+      fv[0] += f[1] * x[2] - f[2] * x[1], fv[1] += f[2] * x[0] - f[0] * x[2], fv[2] += f[0] * x[1] - f[1] * x[0];
+      if (m->jnt_type[j] == SIM_JNT_FREE) {  // rotation dofs: the body-frame axes R e_k
+        const sim_real* R = fr->xmat + 9 * b;
+        for (int k = 0; k < 3; k++) {
+          dqpos[v + 3 + k] += R[k] * fq[0] + R[3 + k] * fq[1] + R[6 + k] * fq[2];
+          dqvel[v + 3 + k] += R[k] * fv[0] + R[3 + k] * fv[1] + R[6 + k] * fv[2];
+        }
+      } else {
+        const sim_real* a = fr->xaxis + 3 * j;
+        dqpos[v] += a[0] * fq[0] + a[1] * fq[1] + a[2] * fq[2];
+        dqvel[v] += a[0] * fv[0] + a[1] * fv[1] + a[2] * fv[2];
+      }
+    }
+    if (pb > 0)
+      for (int i = 0; i < ENV_KIN_G; i++) g[ENV_KIN_G * pb + i] += r[i];
+  }
 }
 
 typedef struct EnvTaskInfo {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sim/sim_adjoint.h"
+#include "tests/fd_errors.h"
 #include "tests/test.h"
 
 #define NQ 15
@@ -33,25 +34,6 @@ static double P[ENVP_COUNT];
 static EnvTaskCtx C;
 
 static double urand(uint64_t* s, double lo, double hi) { return lo + (hi - lo) * env_rng_uniform(s); }
-
-static int cmp_d(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-// per-partial relative errors of g against fd (n partials) appended to err[*ne]
-static void rel_errors(const double* g, const double* fd, int n, double* err, int* ne, double* worst) {
-  double scale = 0;
-  for (int i = 0; i < n; i++) scale = fmax(scale, fabs(fd[i]));
-  for (int i = 0; i < n; i++) {
-    double e = fabs(g[i] - fd[i]) / fmax(fabs(fd[i]), 1e-6 * scale + 1e-300);
-    err[(*ne)++] = e;
-    *worst = fmax(*worst, e);
-  }
-}
 
 // f(world) = dr * reward + g . obs at the world's state (ctrl as set)
 static double f_eval(const SimModel* m, SimWorld* d, const double* g, double dr) {
@@ -192,12 +174,12 @@ int main(void) {
       quad_stand_act(m, &d, &C, a, 0, 1);
       fa[j] = (f[1] - f[0]) / (2 * eps);
     }
-    rel_errors(dq, fq, NV, errs, &ne, &worst);
-    rel_errors(dv, fv, NV, errs, &ne, &worst);
-    rel_errors(da, fa, NU, errs, &ne, &worst);
+    fd_rel_errors(dq, fq, NV, 0, errs, &ne, &worst);
+    fd_rel_errors(dv, fv, NV, 0, errs, &ne, &worst);
+    fd_rel_errors(da, fa, NU, 0, errs, &ne, &worst);
   }
   int n_step = ne;
-  double med_step = median(errs, ne);
+  double med_step = fd_median(errs, ne);
   TEST_CHECK(med_step <= 1e-6 && worst <= 1e-4, "task VJPs vs tangent-space FD: median %.3g max %.3g over %d",
              med_step, worst, n_step);
 
@@ -268,10 +250,10 @@ int main(void) {
   }
   ne = 0;
   double worst_r = 0;
-  rel_errors(ga, fa, K * NU, errs, &ne, &worst_r);
-  rel_errors(gq, fq, NV, errs, &ne, &worst_r);
-  rel_errors(gv, fv, NV, errs, &ne, &worst_r);
-  double med_r = median(errs, ne);
+  fd_rel_errors(ga, fa, K * NU, 0, errs, &ne, &worst_r);
+  fd_rel_errors(gq, fq, NV, 0, errs, &ne, &worst_r);
+  fd_rel_errors(gv, fv, NV, 0, errs, &ne, &worst_r);
+  double med_r = fd_median(errs, ne);
   TEST_CHECK(med_r <= 1e-6 && worst_r <= 1e-3, "BPTT rollout vs tangent-space FD: median %.3g max %.3g over %d",
              med_r, worst_r, ne);
   int nz = 0;
