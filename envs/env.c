@@ -191,7 +191,7 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
     return -1;
   }
   SimModel* m = NULL;
-  if (sim_model_import(mj, &m, msg, sizeof(msg))) {
+  if (sim_model_import_caps(mj, opt.nconmax, opt.nefcmax, &m, msg, sizeof(msg))) {
     snprintf(err, errlen, "task %s: %s", task, msg);
     sim_free_mjmodel(mj);
     return -1;

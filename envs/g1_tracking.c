@@ -70,7 +70,8 @@ enum { G1_RJP = 0, G1_RJV = 29, G1_RPOS = 58, G1_RQUAT = 100, G1_RLIN = 156, G1_
   P(push_min, 1, 0, 100)             /* push period U(push_min, push_max) s; push_max 0: no pushes */ \
   P(push_max, 3, 0, 100)                                                                              \
   P(obs_noise, 1, 0, 10)             /* observation noise, times BeyondMimic's ranges */              \
-  P(start_mode, 0, 0, 1)             /* 0: drawn over all clips' bins; 1: clip w mod nclip from frame 0 */
+  P(start_mode, 0, 0, 1)             /* 0: drawn over all clips' bins; 1: clip w mod nclip from frame 0 */ \
+  P(nconmax, 64, 8, 1024)            /* contacts per world (LAFAN1 frames: 29 at most); rows follow */
 #define G1_S(S) S(motion, "lafan1_g1") /* .h5 library, clip directory or clip CSV (asset search path) */
 #define G1_X(X)                                                                       \
   X(int32_t, clip, 1, 0)                                                              \
@@ -840,9 +841,17 @@ static int g1_tracking_load_data(const SimModel* m, const double* p, const char*
 #endif
 }
 
+// the engine's capacities: the 502 pairs' every contact slot (942 contacts, 3826 rows) would make the recorded
+// tape of a 64-step horizon about 15 GB per 1000 worlds; 64 contacts keep it near 1.4 GB
+static int g1_tracking_load_options(const double* p, SimLoadOptions* opt, char* err, size_t errlen) {
+  opt->nconmax = (int)p[ENVP_nconmax];
+  return 0;
+}
+
 ENV_TASK_TABLES(g1_tracking, G1_P, G1_S, G1_X)
 ENV_TASK_HOST(g1_tracking, {.name = "g1_tracking", .model = "g1/scene_flat.xml", .obs_dim = 160, .act_dim = G1_NJ,
                             .episode_steps = 500, .frame_skip = G1_FS,
                             .obs_names = g1_tracking_obs_names, .act_names = g1_tracking_act_names,
-                            ENV_TASK_TABLE_INFO(g1_tracking), .load_data = g1_tracking_load_data G1_CRITIC_INFO})
+                            ENV_TASK_TABLE_INFO(g1_tracking), .load_options = g1_tracking_load_options,
+                            .load_data = g1_tracking_load_data G1_CRITIC_INFO})
 #endif

@@ -12,6 +12,7 @@ extern "C" {
 #endif
 
 #define sim_model_import SIM_SFX(sim_model_import)
+#define sim_model_import_caps SIM_SFX(sim_model_import_caps)
 #define sim_model_free SIM_SFX(sim_model_free)
 #define sim_data_create SIM_SFX(sim_data_create)
 #define sim_data_free SIM_SFX(sim_data_free)
@@ -33,6 +34,9 @@ extern "C" {
 
 // Builds a SimModel from a compiled mjModel (refuses unsupported models with the sim_check_model message).
 int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errlen);
+// The same with per-world capacities (SimLoadOptions.nconmax / nefcmax; 0: derived from the model). A
+// nconmax alone also bounds the derived row capacity (four rows per contact plus the limits' rows).
+int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimModel** out, char* err, size_t errlen);
 void sim_model_free(SimModel* m);
 
 // SimData for nworld worlds (host memory), reset to qpos0.

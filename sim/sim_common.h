@@ -30,6 +30,10 @@ typedef struct SimLoadOptions {
   int disable_add;         // disable flags to set (e.g. SIM_DSBL_CONTACT)
   int enable_add;          // enable flags to set
   double gear_scale;       // > 0 to multiply every actuator's gear (a task's strength parameter); else keep
+  // per-world capacities (> 0; else derived from the model: every contact slot of every pair, and the rows
+  // they and the limits can need), read by sim_model_import_caps. A world that finds more contacts or rows
+  // keeps the first ones and counts the rest in its overflow counters
+  int nconmax, nefcmax;
 } SimLoadOptions;
 
 void sim_load_options_default(SimLoadOptions* o);

@@ -55,6 +55,10 @@ static double actuator_inherit(const mjModel* m, int trntype, int id, int what, 
 }
 
 int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errlen) {
+  return sim_model_import_caps(mjmodel, 0, 0, out, err, errlen);
+}
+
+int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimModel** out, char* err, size_t errlen) {
   const mjModel* mj = (const mjModel*)mjmodel;
   *out = NULL;
   if (sim_check_model(mj, err, errlen)) return SIM_ERR_UNSUPPORTED;
@@ -85,7 +89,9 @@ int sim_model_import(const void* mjmodel, SimModel** out, char* err, size_t errl
   }
   m->nlevel = nlevel;
   sim_collision_sizes(mj, m);
+  if (nconmax > 0 && sim_collision_nconmax_override <= 0) m->nconmax = nconmax;  // a test's override wins
   sim_constraint_sizes(mj, m);
+  if (nefcmax > 0 && sim_nefcmax_override <= 0) m->nefcmax = nefcmax;
   if (model_alloc(m)) {
     free(depth);
     free(m);

@@ -19,6 +19,8 @@ void sim_load_options_default(SimLoadOptions* o) {
   o->disable_add = 0;
   o->enable_add = 0;
   o->gear_scale = -1;
+  o->nconmax = 0;
+  o->nefcmax = 0;
 }
 
 static int file_exists(const char* p) {

@@ -128,15 +128,18 @@ static void decisions_save(const mjData* d, Decisions* s) {
   s->type = (int*)realloc(s->type, sizeof(int) * ((size_t)d->nefc + 1));
   s->state = (int*)realloc(s->state, sizeof(int) * ((size_t)d->nefc + 1));
   for (int c = 0; c < d->ncon; c++) s->geom[2 * c] = d->contact[c].geom[0], s->geom[2 * c + 1] = d->contact[c].geom[1];
-  memcpy(s->type, d->efc_type, sizeof(int) * d->nefc);
-  memcpy(s->state, d->efc_state, sizeof(int) * d->nefc);
+  if (d->nefc > 0) {  // MuJoCo leaves efc_* NULL without rows: no memcpy from NULL, even of 0 bytes
+    memcpy(s->type, d->efc_type, sizeof(int) * d->nefc);
+    memcpy(s->state, d->efc_state, sizeof(int) * d->nefc);
+  }
 }
 
 static int decisions_equal(const mjData* d, const Decisions* s) {
   if (d->ncon != s->ncon || d->nefc != s->nefc) return 0;
   for (int c = 0; c < d->ncon; c++)
     if (d->contact[c].geom[0] != s->geom[2 * c] || d->contact[c].geom[1] != s->geom[2 * c + 1]) return 0;
-  return !memcmp(d->efc_type, s->type, sizeof(int) * d->nefc) && !memcmp(d->efc_state, s->state, sizeof(int) * d->nefc);
+  return d->nefc == 0 ||
+         (!memcmp(d->efc_type, s->type, sizeof(int) * d->nefc) && !memcmp(d->efc_state, s->state, sizeof(int) * d->nefc));
 }
 
 typedef struct {
