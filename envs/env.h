@@ -186,6 +186,7 @@ typedef struct EnvTaskInfo {
   int frame_skip;         // physics steps per control step
   int needs_kinematics;   // reward/observe read xpos/xmat: run kinematics after the step
   const char* const* obs_names;  // observation element names (for exports and logs), of the largest observation
+                                 // (quad_stand lists its critic observation's, which extends the actor's)
   const char* const* act_names;  // (act_dim)
   // the field tables (ENV_TASK_TABLE_INFO): constants settable per run (config key env.params,
   // "name=value, ..."), numbers within [lo, hi] and strings; per-world state
