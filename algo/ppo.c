@@ -3,7 +3,8 @@
 // normalization over the batch, clipped surrogate and clipped value loss, entropy bonus, epochs x shuffled
 // minibatches, one Adam over all parameters with a global gradient-norm clip, and the adaptive learning rate
 // on the KL divergence (lr /= 1.5 when KL > 2 * desired, *= 1.5 when KL < desired / 2, within [1e-5, 1e-2]).
-// Time-outs bootstrap: r += gamma * V(final observation). It needs no simulator gradient.
+// Time-outs bootstrap: r += gamma * V(final observation). It needs no simulator gradient. A task with a critic
+// observation (EnvTaskInfo.critic) feeds the critic from it, through its own normalizer ("ppo/critic_obs_norm/*").
 //
 // The per-sample formulas are algo/ppo_math.h's (shared with ppo_cuda.cu); this file holds the CPU loops.
 // Buffers are time-major, world-minor: (horizon, num_envs, ...). Everything runs in float32 except the
@@ -19,8 +20,10 @@
 typedef struct {
   Cfg c;
   int N, O, A, T, mb, nmb, epochs;
+  int Oc, priv;  // the critic's observation size; priv: the task's own critic observation (else Oc = O)
   NnMlp *actor, *critic;
-  NnNorm* norm;  // NULL without obs normalization
+  NnNorm* norm;   // NULL without obs normalization
+  NnNorm* cnorm;  // the critic's: its own with a critic observation, else norm
   float* log_std;  // (A)
   int64_t na, nc;  // actor / critic parameter counts
   // Adam over [actor | critic | log_std]
@@ -31,10 +34,12 @@ typedef struct {
   uint64_t* act_rng;  // (N) action noise per world
   // rollout (T, N, ...)
   float *obs, *act, *mu, *logp, *val, *rew, *ret, *adv;
+  float* cobs;  // (T, N, Oc) the critic's normalized observations (priv only)
   uint8_t* done;
   float* log_std_old;  // (A) log-std during the rollout
   // scratch
   float *nobs, *fobs, *bobs, *bmu, *bval, *dmu, *dval, *tmp;
+  float* bcobs;  // (maxb, Oc) the critic's minibatch inputs (priv only)
   int* perm;
   double* gls;   // (A) log-std gradient accumulator
   float* gls_f;  // (A)
@@ -44,7 +49,9 @@ static void ppo_destroy(void* p) {
   Ppo* s = (Ppo*)p;
   if (!s) return;
   nn_mlp_destroy(s->actor), nn_mlp_destroy(s->critic);
+  if (s->cnorm && s->cnorm != s->norm) nn_norm_destroy(s->cnorm);
   if (s->norm) nn_norm_destroy(s->norm);
+  free(s->cobs), free(s->bcobs);
   free(s->log_std), free(s->m), free(s->v), free(s->act_rng);
   free(s->obs), free(s->act), free(s->mu), free(s->logp), free(s->val), free(s->rew), free(s->ret), free(s->adv);
   free(s->done), free(s->log_std_old);
@@ -59,6 +66,7 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   if (!s) return -1;
   s->c = *c;
   s->N = env->nworld, s->O = env->obs_dim, s->A = env->act_dim;
+  s->Oc = env->critic_obs_dim, s->priv = env->task->info.critic != NULL;
   s->T = (int)c->algo_horizon, s->epochs = (int)c->ppo_epochs, s->nmb = (int)c->ppo_minibatches;
   int64_t batch = (int64_t)s->T * s->N;
   if (batch % s->nmb) {
@@ -76,10 +84,12 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   int maxb = s->mb > s->N ? s->mb : s->N;
   NnConfig ac, cc;
   algo_net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_NONE);
-  algo_net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, s->Oc, 1, NN_ACT_NONE);
   int rc = nn_mlp_create(&s->actor, &ac, maxb);
   if (!rc) rc = nn_mlp_create(&s->critic, &cc, maxb);
   if (!rc && c->policy_obs_norm) rc = nn_norm_create(&s->norm, s->O, 1e-8, c->policy_obs_clip);
+  s->cnorm = s->norm;
+  if (!rc && c->policy_obs_norm && s->priv) rc = nn_norm_create(&s->cnorm, s->Oc, 1e-8, c->policy_obs_clip);
   if (rc) {
     snprintf(err, errlen, "ppo: network setup failed: %s", nn_strerror(rc));
     ppo_destroy(s);
@@ -91,7 +101,7 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   s->na = nn_mlp_param_count(s->actor), s->nc = nn_mlp_param_count(s->critic);
   int64_t P = s->na + s->nc + s->A;
   size_t TN = (size_t)batch;
-  int O = s->O, A = s->A;
+  int O = s->O, A = s->A, Om = s->Oc > O ? s->Oc : O;
   s->log_std = (float*)malloc(sizeof(float) * (size_t)A);
   s->log_std_old = (float*)malloc(sizeof(float) * (size_t)A);
   s->m = (float*)calloc((size_t)P, sizeof(float));
@@ -106,9 +116,15 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   s->ret = (float*)malloc(sizeof(float) * TN);
   s->adv = (float*)malloc(sizeof(float) * TN);
   s->done = (uint8_t*)malloc(TN);
-  s->nobs = (float*)malloc(sizeof(float) * (size_t)s->N * (size_t)O);
-  s->fobs = (float*)malloc(sizeof(float) * (size_t)s->N * (size_t)O);
-  s->bobs = (float*)malloc(sizeof(float) * (size_t)maxb * (size_t)O);
+  s->nobs = (float*)malloc(sizeof(float) * (size_t)s->N * (size_t)Om);
+  s->fobs = (float*)malloc(sizeof(float) * (size_t)s->N * (size_t)Om);
+  s->bobs = (float*)malloc(sizeof(float) * (size_t)maxb * (size_t)Om);
+  int priv_nomem = 0;
+  if (s->priv) {
+    s->cobs = (float*)malloc(sizeof(float) * TN * (size_t)s->Oc);
+    s->bcobs = (float*)malloc(sizeof(float) * (size_t)maxb * (size_t)s->Oc);
+    priv_nomem = !s->cobs || !s->bcobs;
+  }
   s->bmu = (float*)malloc(sizeof(float) * (size_t)maxb * (size_t)A);
   s->bval = (float*)malloc(sizeof(float) * (size_t)maxb);
   s->dmu = (float*)malloc(sizeof(float) * (size_t)maxb * (size_t)A);
@@ -120,7 +136,7 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   if (!s->log_std || !s->log_std_old || !s->m || !s->v || !s->act_rng || !s->obs || !s->act || !s->mu || !s->logp ||
       !s->val || !s->rew || !s->ret || !s->adv || !s->done || !s->nobs || !s->fobs || !s->bobs || !s->bmu ||
       !s->bval || !s->dmu || !s->dval || !s->tmp || !s->perm || !s->gls ||
-      !s->gls_f) {
+      !s->gls_f || priv_nomem) {
     snprintf(err, errlen, "ppo: out of memory");
     ppo_destroy(s);
     return -1;
@@ -133,14 +149,15 @@ static int ppo_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_t
   return 0;
 }
 
-// observations -> normalized copy (statistics updated first when `update`)
-static void normalize(Ppo* s, const float* x, int n, float* y, int update) {
-  if (!s->norm) {
-    memcpy(y, x, sizeof(float) * (size_t)n * (size_t)s->O);
+// observations -> normalized copy (statistics updated first when `update`), with the actor's (nm = s->norm,
+// dim O) or the critic's (s->cnorm, Oc) normalizer
+static void normalize(NnNorm* nm, int dim, const float* x, int n, float* y, int update) {
+  if (!nm) {
+    memcpy(y, x, sizeof(float) * (size_t)n * (size_t)dim);
     return;
   }
-  if (update) nn_norm_update(s->norm, x, n);
-  nn_norm_apply(s->norm, x, n, y);
+  if (update) nn_norm_update(nm, x, n);
+  nn_norm_apply(nm, x, n, y);
 }
 
 // Adam (PyTorch semantics) over one segment
@@ -162,8 +179,11 @@ static MbLoss ppo_minibatch(Ppo* s, const int* idx, int mb) {
   double clip = s->c.ppo_clip, ent_coef = s->c.ppo_entropy_coef, vcoef = s->c.ppo_value_coef;
   double* gls = s->gls;
   for (int k = 0; k < mb; k++) memcpy(s->bobs + (size_t)k * O, s->obs + (size_t)idx[k] * O, sizeof(float) * O);
+  int Oc = s->Oc;
+  for (int k = 0; k < mb && s->priv; k++)
+    memcpy(s->bcobs + (size_t)k * Oc, s->cobs + (size_t)idx[k] * Oc, sizeof(float) * Oc);
   nn_mlp_forward(s->actor, s->bobs, mb, s->bmu);
-  nn_mlp_forward(s->critic, s->bobs, mb, s->bval);
+  nn_mlp_forward(s->critic, s->priv ? s->bcobs : s->bobs, mb, s->bval);
   PpoLossSums S = {0, 0, 0, 0};
   for (int j = 0; j < A; j++) gls[j] = 0;
   for (int k = 0; k < mb; k++) {
@@ -183,7 +203,7 @@ static MbLoss ppo_minibatch(Ppo* s, const int* idx, int mb) {
 
 static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   Ppo* s = (Ppo*)p;
-  int N = s->N, O = s->O, A = s->A, T = s->T;
+  int N = s->N, O = s->O, A = s->A, T = s->T, Oc = s->Oc;
   double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
   float* actor_p = nn_mlp_params(s->actor);
   float* critic_p = nn_mlp_params(s->critic);
@@ -197,9 +217,11 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, c
     float* mu = s->mu + base * (size_t)A;
     float* ac = s->act + base * (size_t)A;
     t0 = algo_now();
-    normalize(s, env->obs, N, ob, 1);
+    normalize(s->norm, O, env->obs, N, ob, 1);
+    float* cob = s->priv ? s->cobs + base * (size_t)Oc : ob;  // the critic's input
+    if (s->priv) normalize(s->cnorm, Oc, env->cobs, N, cob, 1);
     nn_mlp_infer(s->actor, actor_p, ob, N, mu);
-    nn_mlp_infer(s->critic, critic_p, ob, N, s->val + base);
+    nn_mlp_infer(s->critic, critic_p, cob, N, s->val + base);
     for (int w = 0; w < N; w++)
       ppo_act(mu + (size_t)w * A, s->log_std, A, &s->act_rng[w], ac + (size_t)w * A, &s->logp[base + w]);
     tm->networks += algo_now() - t0;
@@ -211,10 +233,11 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, c
     for (int w = 0; w < N; w++) {
       s->rew[base + w] = env->reward[w];
       s->done[base + w] = env->terminated[w] | env->truncated[w];
-      if (env->truncated[w]) memcpy(s->fobs + (size_t)ntrunc++ * O, env->final_obs + (size_t)w * O, sizeof(float) * O);
+      if (env->truncated[w])
+        memcpy(s->fobs + (size_t)ntrunc++ * Oc, env->final_cobs + (size_t)w * Oc, sizeof(float) * Oc);
     }
     if (ntrunc) {  // bootstrap time-outs from the value of the final observation
-      normalize(s, s->fobs, ntrunc, s->bobs, 0);
+      normalize(s->cnorm, Oc, s->fobs, ntrunc, s->bobs, 0);
       nn_mlp_infer(s->critic, critic_p, s->bobs, ntrunc, s->bval);
       for (int w = 0, k = 0; w < N; w++)
         if (env->truncated[w]) ppo_bootstrap(&s->rew[base + w], gamma, s->bval[k++]);
@@ -224,7 +247,7 @@ static int ppo_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, c
 
   // ---- returns: GAE(lambda), then advantages normalized over the batch ----
   t0 = algo_now();
-  normalize(s, env->obs, N, s->nobs, 0);
+  normalize(s->cnorm, Oc, env->cobs, N, s->nobs, 0);
   nn_mlp_infer(s->critic, critic_p, s->nobs, N, s->tmp);
   for (int w = 0; w < N; w++) ppo_gae(w, N, T, gamma, lam, s->tmp[w], s->rew, s->val, s->done, s->adv, s->ret);
   size_t TN = (size_t)T * N;
@@ -295,6 +318,12 @@ static int ppo_state(void* p, CkTensor* t, int max, int policy_only) {
     nn_norm_state(s->norm, nr, 3);
     r.norm_count = (double*)nr[0].data, r.norm_mean = (double*)nr[1].data, r.norm_m2 = (double*)nr[2].data;
   }
+  r.Oc = s->Oc;
+  if (s->priv && s->cnorm) {
+    NnTensorRef nr[3];
+    nn_norm_state(s->cnorm, nr, 3);
+    r.cnorm_count = (double*)nr[0].data, r.cnorm_mean = (double*)nr[1].data, r.cnorm_m2 = (double*)nr[2].data;
+  }
   r.adam_m = s->m, r.adam_v = s->v, r.adam_step = &s->adam_step, r.lr = &s->lr, r.rng = &s->rng;
   r.act_rng = s->act_rng;
   return ppo_state_add(&r, t, max, policy_only);
@@ -303,7 +332,7 @@ static int ppo_state(void* p, CkTensor* t, int max, int policy_only) {
 static int ppo_act_eval(void* p, const float* obs, int n, float* act) {
   Ppo* s = (Ppo*)p;
   if (n > s->N) return -1;
-  normalize(s, obs, n, s->nobs, 0);
+  normalize(s->norm, s->O, obs, n, s->nobs, 0);
   return nn_mlp_infer(s->actor, nn_mlp_params(s->actor), s->nobs, n, act);
 }
 

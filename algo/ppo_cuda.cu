@@ -9,6 +9,7 @@
 //    passes, k_loss (per sample, float64 partials), k_loss_sum (one block: fixed-tree sums, the adaptive
 //    learning rate on the KL, kept on the device), backward passes, one Adam over [actor | critic | log_std]
 //    with the global norm clip (k_sumsq, k_adam_scalars, k_adam).
+// A task's critic observation (ppo.c) goes to the critic through its own normalizer, recorded per step (cobs).
 // The learning rate and the metric sums live on the device and come back once at the end of the iteration.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -33,7 +34,8 @@ enum { D_LR = M_COUNT, D_MEAN, D_VAR, D_GN, D_NSLOT };
   X(obs, float, TN * o) X(act, float, TN * a) X(mu, float, TN * a) X(logp, float, TN)                \
   X(val, float, TN) X(rew, float, TN) X(ret, float, TN) X(adv, float, TN)                            \
   X(done, uint8_t, TN) X(term, uint8_t, n) X(trunc, uint8_t, n)                                      \
-  X(fobs, float, n * o) X(bnobs, float, n * o) X(bvalN, float, n) X(xs, float, n * o)                \
+  X(cobs, float, s->priv ? TN * oc : 0) X(bcobs, float, s->priv ? mb * oc : 0) /* the critic's */    \
+  X(fobs, float, n * om) X(bnobs, float, n * om) X(bvalN, float, n) X(xs, float, n * om)             \
   X(yN, float, n * a)                                               /* aligned inference output */   \
   X(bobs, float, mb * o) X(bmu, float, mb * a) X(bval, float, mb) X(dmu, float, mb * a)              \
   X(dval, float, mb) X(gls_f, float, a)                             /* minibatch */                  \
@@ -41,15 +43,18 @@ enum { D_LR = M_COUNT, D_MEAN, D_VAR, D_GN, D_NSLOT };
   X(part, double, part) X(sq, double, PPO_SUMSQ_BLOCKS) X(S, double, D_NSLOT)
 #define PPO_CUDA_MIRROR(X)                                                                    \
   X(h_actor, float, na) X(h_critic, float, nc) X(h_logstd, float, a) X(h_m, float, P)         \
-  X(h_v, float, P) X(h_nmean, double, o) X(h_nm2, double, o) X(h_rng, uint64_t, n)
+  X(h_v, float, P) X(h_nmean, double, o) X(h_nm2, double, o) X(h_rng, uint64_t, n)          \
+  X(h_cnmean, double, s->priv ? oc : 0) X(h_cnm2, double, s->priv ? oc : 0)
 #define PPO_FIELD(name, type, count) type* name;
 
 typedef struct {
   Cfg c;
   int N, O, A, T, mb, nmb, epochs, maxb;
+  int Oc, priv;  // the critic's observation size; priv: the task's own critic observation (else Oc = O)
   EnvCuda* E;
   NnCudaMlp *actor, *critic;
   NnCudaNorm* norm;
+  NnCudaNorm* cnorm;  // the critic's: its own with a critic observation, else norm
   int64_t na, nc, P;
   int64_t adam_step;  // host count (the bias corrections go to the kernels as arguments)
   uint64_t rng;       // minibatch shuffles (host: the permutation needs no device value)
@@ -58,7 +63,7 @@ typedef struct {
   char* err;  // the message buffer of the API call in progress (its caller's; NULL: none)
   size_t errlen;
   PPO_CUDA_MIRROR(PPO_FIELD)  // host mirror (checkpoints)
-  double h_lr, h_ncount;
+  double h_lr, h_ncount, h_cncount;
   double* h_metrics;  // pinned (D_NSLOT + A)
   void* block;        // the device buffers
   PPO_CUDA_BUFFERS(PPO_FIELD)
@@ -213,6 +218,7 @@ static void ppo_cuda_destroy(void* p) {
   if (!s) return;
   env_cuda_destroy(s->E);
   nn_cuda_mlp_destroy(s->actor), nn_cuda_mlp_destroy(s->critic);
+  if (s->cnorm != s->norm) nn_cuda_norm_destroy(s->cnorm);
   nn_cuda_norm_destroy(s->norm);
   for (int i = 0; i < 4; i++)
     if (s->ev[i]) cudaEventDestroy(s->ev[i]);
@@ -233,6 +239,7 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   if (!s) return -1;
   s->c = *c;
   s->N = env->nworld, s->O = env->obs_dim, s->A = env->act_dim;
+  s->Oc = env->critic_obs_dim, s->priv = env->task->info.critic != NULL;
   s->T = (int)c->algo_horizon, s->epochs = (int)c->ppo_epochs, s->nmb = (int)c->ppo_minibatches;
   int64_t batch = (int64_t)s->T * s->N;
   if (batch % s->nmb) {
@@ -255,10 +262,13 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   int N = s->N, O = s->O, A = s->A;
   NnConfig ac, cc;
   algo_net_config(&ac, c, &c->policy_actor_hidden, O, A, NN_ACT_NONE);
-  algo_net_config(&cc, c, &c->policy_critic_hidden, O, 1, NN_ACT_NONE);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, s->Oc, 1, NN_ACT_NONE);
   int rc = nn_cuda_mlp_create(&s->actor, &ac, s->maxb, 0, NULL);
   if (!rc) rc = nn_cuda_mlp_create(&s->critic, &cc, s->maxb, 0, NULL);
   if (!rc && c->policy_obs_norm) rc = nn_cuda_norm_create(&s->norm, O, 1e-8, c->policy_obs_clip, s->maxb, NULL);
+  s->cnorm = s->norm;
+  if (!rc && c->policy_obs_norm && s->priv)
+    rc = nn_cuda_norm_create(&s->cnorm, s->Oc, 1e-8, c->policy_obs_clip, s->maxb, NULL);
   uint64_t seed = (uint64_t)c->run_seed;
   if (!rc) rc = nn_cuda_mlp_init(s->actor, ppo_seed(seed, 1));
   if (!rc) rc = nn_cuda_mlp_init(s->critic, ppo_seed(seed, 2));
@@ -274,7 +284,7 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   s->na = nn_cuda_mlp_param_count(s->actor), s->nc = nn_cuda_mlp_param_count(s->critic);
   s->P = s->na + s->nc + A;
   size_t TN = (size_t)batch, n = (size_t)N, o = (size_t)O, a = (size_t)A, mb = (size_t)s->mb, P = (size_t)s->P;
-  size_t na = (size_t)s->na, nc = (size_t)s->nc;
+  size_t na = (size_t)s->na, nc = (size_t)s->nc, oc = (size_t)s->Oc, om = o > oc ? o : oc;
   size_t part = (4 + a) * mb > TN ? (4 + a) * mb : TN;
   size_t sz = 0;
 #define PPO_SIZE(name, type, count) sz += ac_al(sizeof(type) * (count));
@@ -290,11 +300,12 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
     return -1;
   }
   size_t at = 0;
-#define PPO_TAKE(name, type, count) s->name = (type*)((char*)s->block + at), at += ac_al(sizeof(type) * (count));
+#define PPO_TAKE(name, type, count) \
+  s->name = (count) != 0 ? (type*)((char*)s->block + at) : NULL, at += ac_al(sizeof(type) * (count));
   PPO_CUDA_BUFFERS(PPO_TAKE)
 #undef PPO_TAKE
 #define PPO_HOST(name, type, count) \
-  if (!(s->name = (type*)calloc((count), sizeof(type)))) ok = 0;
+  if ((count) != 0 && !(s->name = (type*)calloc((count), sizeof(type)))) ok = 0;
   PPO_CUDA_MIRROR(PPO_HOST)
 #undef PPO_HOST
   if (!ok) {
@@ -322,14 +333,15 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
   return 0;
 }
 
-// observations -> normalized copy (statistics updated first when `update`)
-static int normalize(PpoCuda* s, const float* x, int n, float* y, int update) {
-  if (!s->norm) {
-    AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+// observations -> normalized copy (statistics updated first when `update`), with the actor's (nm = s->norm,
+// dim O) or the critic's (s->cnorm, Oc) normalizer
+static int normalize(PpoCuda* s, NnCudaNorm* nm, int dim, const float* x, int n, float* y, int update) {
+  if (!nm) {
+    AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * dim, cudaMemcpyDeviceToDevice, 0));
     return 0;
   }
-  if (update) AC_NN(nn_cuda_norm_update(s->norm, x, n));
-  AC_NN(nn_cuda_norm_apply(s->norm, x, n, y));
+  if (update) AC_NN(nn_cuda_norm_update(nm, x, n));
+  AC_NN(nn_cuda_norm_apply(nm, x, n, y));
   return 0;
 }
 
@@ -347,7 +359,7 @@ static int infer_to(PpoCuda* s, NnCudaMlp* net, const float* params, const float
 static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   PpoCuda* s = (PpoCuda*)p;
   s->err = err, s->errlen = errlen;
-  const int N = s->N, O = s->O, A = s->A, T = s->T;
+  const int N = s->N, O = s->O, A = s->A, T = s->T, Oc = s->Oc;
   const double gamma = s->c.algo_gamma, lam = s->c.algo_lambda;
   const long long TN = (long long)T * N;
   float* actor_p = nn_cuda_mlp_params(s->actor);
@@ -367,26 +379,31 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
   for (int t = 0; t < T; t++) {
     size_t base = (size_t)t * N;
     float* ob = s->obs + base * O;
-    if (normalize(s, env_cuda_obs(s->E), N, ob, 1)) return -1;
+    if (normalize(s, s->norm, O, env_cuda_obs(s->E), N, ob, 1)) return -1;
     const float* x = ac_aligned(ob, (long long)N * O, s->xs);
     if (infer_to(s, s->actor, actor_p, x, (long long)A, s->mu + base * A)) return -1;
+    if (s->priv) {  // the critic's own observation
+      float* cob = s->cobs + base * Oc;
+      if (normalize(s, s->cnorm, Oc, env_cuda_critic_obs(s->E), N, cob, 1)) return -1;
+      x = ac_aligned(cob, (long long)N * Oc, s->xs);
+    }
     if (infer_to(s, s->critic, critic_p, x, 1, s->val + base)) return -1;
     k_act<<<ac_blocks(N), AC_THREADS>>>(s->mu + base * A, s->log_std, N, A, s->act_rng, s->act + base * A,
                                         s->logp + base);
     AC_LAUNCHED();
     EnvCudaRecord rec;
     memset(&rec, 0, sizeof(rec));
-    rec.next_obs = s->fobs, rec.reward = s->rew + base, rec.terminated = s->term, rec.truncated = s->trunc;
+    rec.next_cobs = s->fobs, rec.reward = s->rew + base, rec.terminated = s->term, rec.truncated = s->trunc;
     AC_ENV(env_cuda_step(s->E, s->act + base * A, &rec, 0));
     // bootstrap time-outs from the value of the final observation
-    if (normalize(s, s->fobs, N, s->bnobs, 0)) return -1;
+    if (normalize(s, s->cnorm, Oc, s->fobs, N, s->bnobs, 0)) return -1;
     AC_NN(nn_cuda_mlp_infer(s->critic, critic_p, s->bnobs, N, s->bvalN));
     k_boot<<<ac_blocks(N), AC_THREADS>>>(N, gamma, s->term, s->trunc, s->bvalN, s->rew + base, s->done + base);
     AC_LAUNCHED();
   }
   AC_CK(cudaEventRecord(s->ev[1], 0));
   // ---- returns: GAE(lambda), then advantages normalized over the batch ----
-  if (normalize(s, env_cuda_obs(s->E), N, s->bnobs, 0)) return -1;
+  if (normalize(s, s->cnorm, Oc, env_cuda_critic_obs(s->E), N, s->bnobs, 0)) return -1;
   AC_NN(nn_cuda_mlp_infer(s->critic, critic_p, s->bnobs, N, s->bvalN));
   k_gae<<<ac_blocks(N), AC_THREADS>>>(N, T, gamma, lam, s->bvalN, s->rew, s->val, s->done, s->adv, s->ret);
   AC_LAUNCHED();
@@ -409,8 +426,12 @@ static int ppo_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* 
       const int* idx = s->perm + (size_t)ep * TN + (size_t)b * mb;
       k_gather<<<ac_blocks((long long)mb * O), AC_THREADS>>>(s->obs, idx, mb, O, s->bobs);
       AC_LAUNCHED();
+      if (s->priv) {
+        k_gather<<<ac_blocks((long long)mb * Oc), AC_THREADS>>>(s->cobs, idx, mb, Oc, s->bcobs);
+        AC_LAUNCHED();
+      }
       AC_NN(nn_cuda_mlp_forward(s->actor, s->bobs, mb, s->bmu));
-      AC_NN(nn_cuda_mlp_forward(s->critic, s->bobs, mb, s->bval));
+      AC_NN(nn_cuda_mlp_forward(s->critic, s->priv ? s->bcobs : s->bobs, mb, s->bval));
       k_loss<<<ac_blocks(mb), AC_THREADS>>>(idx, mb, A, s->act, s->mu, s->logp, s->adv, s->val, s->ret, s->bmu, s->bval,
                                             s->log_std, s->log_std_old, s->c.ppo_clip, s->c.ppo_value_coef,
                                             s->c.ppo_clip_value_loss, s->dmu, s->dval, s->part);
@@ -455,7 +476,8 @@ static int ppo_cuda_state(void* p, CkTensor* t, int max, int policy_only) {
   PpoCuda* s = (PpoCuda*)p;
   PpoStateRefs r;
   memset(&r, 0, sizeof(r));
-  r.na = s->na, r.nc = s->nc, r.A = s->A, r.O = s->O, r.N = s->N, r.P = s->P;
+  r.na = s->na, r.nc = s->nc, r.A = s->A, r.O = s->O, r.N = s->N, r.P = s->P, r.Oc = s->Oc;
+  if (s->priv && s->cnorm) r.cnorm_count = &s->h_cncount, r.cnorm_mean = s->h_cnmean, r.cnorm_m2 = s->h_cnm2;
   r.actor = s->h_actor, r.critic = s->h_critic, r.log_std = s->h_logstd;
   if (s->norm) r.norm_count = &s->h_ncount, r.norm_mean = s->h_nmean, r.norm_m2 = s->h_nm2;
   r.adam_m = s->h_m, r.adam_v = s->h_v, r.adam_step = &s->adam_step, r.lr = &s->h_lr, r.rng = &s->rng;
@@ -467,6 +489,7 @@ static int mirror_download(PpoCuda* s) {
   AC_NN(nn_cuda_mlp_get_params(s->actor, s->h_actor));
   AC_NN(nn_cuda_mlp_get_params(s->critic, s->h_critic));
   if (s->norm) AC_NN(nn_cuda_norm_download(s->norm, &s->h_ncount, s->h_nmean, s->h_nm2));
+  if (s->priv && s->cnorm) AC_NN(nn_cuda_norm_download(s->cnorm, &s->h_cncount, s->h_cnmean, s->h_cnm2));
   AC_CK(cudaMemcpy(s->h_logstd, s->log_std, 4 * (size_t)s->A, cudaMemcpyDeviceToHost));
   AC_CK(cudaMemcpy(s->h_m, s->m, 4 * (size_t)s->P, cudaMemcpyDeviceToHost));
   AC_CK(cudaMemcpy(s->h_v, s->v, 4 * (size_t)s->P, cudaMemcpyDeviceToHost));
@@ -486,6 +509,7 @@ static int ppo_cuda_sync(void* p, EnvBatch* env, int to_host, char* err, size_t 
   AC_NN(nn_cuda_mlp_set_params(s->actor, s->h_actor));
   AC_NN(nn_cuda_mlp_set_params(s->critic, s->h_critic));
   if (s->norm) AC_NN(nn_cuda_norm_upload(s->norm, s->h_ncount, s->h_nmean, s->h_nm2));
+  if (s->priv && s->cnorm) AC_NN(nn_cuda_norm_upload(s->cnorm, s->h_cncount, s->h_cnmean, s->h_cnm2));
   AC_CK(cudaMemcpy(s->log_std, s->h_logstd, 4 * (size_t)s->A, cudaMemcpyHostToDevice));
   AC_CK(cudaMemcpy(s->m, s->h_m, 4 * (size_t)s->P, cudaMemcpyHostToDevice));
   AC_CK(cudaMemcpy(s->v, s->h_v, 4 * (size_t)s->P, cudaMemcpyHostToDevice));
@@ -505,7 +529,7 @@ static int ppo_cuda_act_eval(void* p, const float* obs, int n, float* act) {
   s->err = NULL, s->errlen = 0;
   if (n > s->N) return -1;
   AC_CK(cudaMemcpy(s->fobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
-  if (normalize(s, s->fobs, n, s->xs, 0)) return -1;
+  if (normalize(s, s->norm, s->O, s->fobs, n, s->xs, 0)) return -1;
   AC_NN(nn_cuda_mlp_infer(s->actor, nn_cuda_mlp_params(s->actor), s->xs, n, s->yN));
   AC_CK(cudaMemcpy(act, s->yN, sizeof(float) * (size_t)n * s->A, cudaMemcpyDeviceToHost));
   return 0;

@@ -172,8 +172,10 @@ static inline void ppo_permutation(int* perm, size_t n, uint64_t* rng) {
 // arrays are where a checkpoint is written from and loaded into (the CPU's live arrays, the CUDA host mirror).
 typedef struct {
   int64_t na, nc, A, O, N, P;  // P = na + nc + A (the one Adam's parameters)
+  int64_t Oc;                  // the critic's observation size
   float *actor, *critic, *log_std, *adam_m, *adam_v;
   double *norm_count, *norm_mean, *norm_m2;  // NULL without obs normalization
+  double *cnorm_count, *cnorm_mean, *cnorm_m2;  // the critic's own; NULL without a critic observation
   int64_t* adam_step;
   double* lr;
   uint64_t *rng, *act_rng;
@@ -184,7 +186,10 @@ typedef struct {
   X("ppo/log_std", CK_F32, log_std, r->A, 1)                             \
   X("ppo/obs_norm/count", CK_F64, norm_count, 1, r->norm_count != NULL)  \
   X("ppo/obs_norm/mean", CK_F64, norm_mean, r->O, r->norm_count != NULL) \
-  X("ppo/obs_norm/m2", CK_F64, norm_m2, r->O, r->norm_count != NULL)
+  X("ppo/obs_norm/m2", CK_F64, norm_m2, r->O, r->norm_count != NULL)  \
+  X("ppo/critic_obs_norm/count", CK_F64, cnorm_count, 1, r->cnorm_count != NULL)  \
+  X("ppo/critic_obs_norm/mean", CK_F64, cnorm_mean, r->Oc, r->cnorm_count != NULL) \
+  X("ppo/critic_obs_norm/m2", CK_F64, cnorm_m2, r->Oc, r->cnorm_count != NULL)
 #define PPO_TRAINING_STATE(X)                        \
   X("ppo/adam/m", CK_F32, adam_m, r->P, 1)           \
   X("ppo/adam/v", CK_F32, adam_v, r->P, 1)           \

@@ -51,6 +51,14 @@
 //      not finite get An = 0 and are left out of the mean and std. Metric advantage_abs_mean: mean |A| before
 //      the normalization (0 when off). At beta = 0 nothing of this runs (bitwise the previous behaviour).
 //
+// Per-world task state (env.h's field tables): the rollout records every field at each step, before the act
+// (s_t) and after it (s'_t, before any auto-reset). Each VJP runs at its step's recorded state: reward and the
+// bootstrap observation at s'_t, act_vjp at s_t (mapping the cotangent of s'_t to dL/da_t and that of s_t),
+// the actor input's observation at s_t. The cotangent of the grad fields is carried back across steps with the
+// engine's (cut where a world ended) and checked with it (env_cot_check).
+// A task with a critic observation (EnvTaskInfo.critic) feeds the critic, the target critic and the critic's own
+// normalizer ("shac/critic_obs_norm/*") from it; the bootstrap gradient goes through its VJP.
+//
 // The engine adjoint differentiates the whole step, constraint rows included (contacts, limits, friction
 // loss), within the discrete regime of each evaluation (contact set and row states frozen). Position cotangents
 // are in the engine's tangent space (nv; env.h): free-floating robots (nq != nv) train as the others do.
@@ -72,15 +80,18 @@
   X(act_rng, uint64_t, N)                   /* exploration noise stream per world */                     \
   X(noise, double, s->rho > 0 ? N * A : 0)  /* (N, A) correlated noise state e, rho > 0 only */          \
   X(obs, float, hn * O) X(nobs, float, hn * O) X(mu, float, hn * A) X(act, float, hn * A)                \
-  X(rew, float, hn) X(nxt_obs, float, hn * O) X(nxt_nobs, float, hn * O) X(nxt_val, float, hn)           \
+  X(cobs, float, priv ? hn * Oc : 0) X(cnobs, float, priv ? hn * Oc : 0) /* the critic's observations */ \
+  X(rew, float, hn) X(nxt_obs, float, hn * Oc) X(nxt_nobs, float, hn * Oc) X(nxt_val, float, hn)         \
+  X(pre_s, int32_t, hn * sw) X(post_s, int32_t, hn * sw) /* task state before / after the act */        \
+  X(cds, float, N * sw)                     /* carried cotangent of the task state (grad fields) */     \
   X(tgt, float, hn) X(coef_r, float, hn) X(coef_v, float, hn) X(term, uint8_t, hn) X(trunc, uint8_t, hn) \
   X(pre_q, float, hn * nq) X(pre_v, float, hn * nv)                                                      \
   X(post_q, float, hn * nq) X(post_v, float, hn * nv) X(post_u, float, hn * nu)                          \
   X(cq, float, N * nv) X(cv, float, N * nv) /* carried cotangent of the pre-state of step t+1 */         \
   X(du, float, N * nu)                      /* reward's ctrl cotangent */                                \
-  X(dact, float, N * A) X(dx, float, mx * O) X(dobs, float, mx * O) X(braw, float, mx * O)               \
+  X(dact, float, N * A) X(dx, float, mx * Om) X(dobs, float, mx * Om) X(braw, float, mx * Om)            \
   X(ga, float, na) X(gsum, float, na)       /* actor gradient accumulator */                             \
-  X(bx, float, mx * O) X(by, float, mx * A1) X(bdy, float, mx * A1) /* batch scratch */                  \
+  X(bx, float, mx * Om) X(by, float, mx * A1) X(bdy, float, mx * A1) /* batch scratch */                 \
   X(gtarget, float, hn * A)                 /* action gradients (∇Mimic b) */                            \
   X(adv, float, hn)                         /* normalized, clipped advantages (∇Mimic d) */              \
   X(gnorm, float, N) X(bidx, int, N)
@@ -89,6 +100,12 @@
 typedef struct {
   Cfg c;
   int N, O, A, H, nq, nv, nu, fs, nmb, mb;
+  int Oc, priv;  // the critic's observation size; priv: the task's own critic observation (else Oc = O)
+  // the task's state fields: nst fields of scount[k] 4-byte words a world, sw words in all; a step's block of a
+  // recorded buffer holds field k as (N, scount[k]) at N soff[k]; cds likewise, grad fields only in dsp
+  int nst, sw, soff[ENV_MAX_STATE], scount[ENV_MAX_STATE], sgrad[ENV_MAX_STATE];
+  void* dsp[ENV_MAX_STATE];  // the cotangent fields in cds (NULL: not a grad field); the ctx's ds
+  int ngrad;                 // grad fields (0: ctx's ds NULL)
   int regress;        // ∇Mimic (b) on
   double clip_k, eta, sigma, beta;  // beta: ∇Mimic (d)
   double rho, rho_c;                // shac.noise_correlation and sqrt(1 - rho^2)
@@ -97,6 +114,7 @@ typedef struct {
                      // before the tanh, a = tanh(z + sigma * eps), as DiffRL's squashed Gaussian
   NnMlp *actor, *critic, *targ;  // targ: the target critic's parameters (and its input gradient)
   NnNorm* norm;                  // NULL without obs normalization
+  NnNorm* cnorm;                 // the critic's: its own with a critic observation, else norm
   NnAdam *adam_a, *adam_c;
   NnAdamConfig acfg;  // the actor's (for the learning-rate metric)
   int64_t na, nc;
@@ -108,6 +126,7 @@ static void shac_destroy(void* p) {
   Shac* s = (Shac*)p;
   if (!s) return;
   nn_mlp_destroy(s->actor_lin), nn_mlp_destroy(s->actor), nn_mlp_destroy(s->critic), nn_mlp_destroy(s->targ);
+  if (s->cnorm && s->cnorm != s->norm) nn_norm_destroy(s->cnorm);
   if (s->norm) nn_norm_destroy(s->norm);
   nn_adam_destroy(s->adam_a), nn_adam_destroy(s->adam_c);
   if (s->vd) sim_data_free(s->vd);
@@ -137,10 +156,12 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
     free(s);
     return -1;
   }
-  if (env->task->info.nstate > 0) {  // the VJPs would need each step's task state, which the rollout does not keep
-    snprintf(err, errlen, "shac: task %s keeps per-world task state: not supported yet", env->task->info.name);
-    free(s);
-    return -1;
+  s->Oc = env->critic_obs_dim, s->priv = env->task->info.critic != NULL;
+  const EnvTaskInfo* ti = &env->task->info;
+  s->nst = ti->nstate;
+  for (int k = 0; k < s->nst; k++) {
+    s->soff[k] = s->sw, s->scount[k] = ti->state[k].count, s->sgrad[k] = ti->state[k].grad && !ti->state[k].is_int;
+    s->sw += s->scount[k], s->ngrad += s->sgrad[k];
   }
   if (HN % s->nmb || HN > (1 << 28)) {
     snprintf(err, errlen, "shac: horizon x num_envs (%lld) must be divisible by shac.critic_minibatches (%d)",
@@ -157,7 +178,7 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   int maxb = (int)HN;
   NnConfig ac, cc;
   algo_net_config(&ac, c, &c->policy_actor_hidden, s->O, s->A, NN_ACT_TANH);
-  algo_net_config(&cc, c, &c->policy_critic_hidden, s->O, 1, NN_ACT_NONE);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, s->Oc, 1, NN_ACT_NONE);
   int rc = nn_mlp_create(&s->actor, &ac, maxb);
   NnConfig lc = ac;
   lc.out_act = NN_ACT_NONE;
@@ -165,6 +186,8 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   if (!rc) rc = nn_mlp_create(&s->critic, &cc, maxb);
   if (!rc) rc = nn_mlp_create(&s->targ, &cc, maxb);
   if (!rc && c->policy_obs_norm) rc = nn_norm_create(&s->norm, s->O, 1e-8, c->policy_obs_clip);
+  s->cnorm = s->norm;
+  if (!rc && c->policy_obs_norm && s->priv) rc = nn_norm_create(&s->cnorm, s->Oc, 1e-8, c->policy_obs_clip);
   if (rc) {
     snprintf(err, errlen, "shac: network setup failed: %s", nn_strerror(rc));
     shac_destroy(s);
@@ -200,6 +223,8 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
   size_t nq = (size_t)s->nq, nv = (size_t)s->nv, nu = (size_t)(s->nu ? s->nu : 1);
   size_t mx = hn > N ? hn : N;
   size_t na = (size_t)s->na, A1 = A > 1 ? A : 1;
+  size_t Oc = (size_t)s->Oc, Om = O > Oc ? O : Oc, sw = (size_t)s->sw;
+  int priv = s->priv;
   int ok = 1;
 #define SHAC_ALLOC(name, type, count) \
   if ((count) != 0 && !(s->name = (type*)calloc((count), sizeof(type)))) ok = 0;
@@ -211,17 +236,32 @@ static int shac_create(void** out, const Cfg* c, EnvBatch* env, char* err, size_
     return -1;
   }
   for (int w = 0; w < s->N; w++) s->act_rng[w] = shac_seed(shac_seed(seed, 4), (uint64_t)w);
+  for (int k = 0; k < s->nst; k++) s->dsp[k] = s->sgrad[k] ? s->cds + N * (size_t)s->soff[k] : NULL;
   *out = s;
   return 0;
 }
 
-static void normalize(const Shac* s, const float* x, int n, float* y) {
-  if (s->norm) nn_norm_apply(s->norm, x, n, y);
-  else memcpy(y, x, sizeof(float) * (size_t)n * (size_t)s->O);
+// the actor's (nm = s->norm, dim O) or the critic's (s->cnorm, Oc) normalizer; NULL: the identity
+static void normalize(const NnNorm* nm, int dim, const float* x, int n, float* y) {
+  if (nm) nn_norm_apply(nm, x, n, y);
+  else memcpy(y, x, sizeof(float) * (size_t)n * (size_t)dim);
 }
-static void normalize_backward(const Shac* s, const float* x, const float* dy, int n, float* dx) {
-  if (s->norm) nn_norm_backward(s->norm, x, dy, n, dx);
-  else memcpy(dx, dy, sizeof(float) * (size_t)n * (size_t)s->O);
+static void normalize_backward(const NnNorm* nm, int dim, const float* x, const float* dy, int n, float* dx) {
+  if (nm) nn_norm_backward(nm, x, dy, n, dx);
+  else memcpy(dx, dy, sizeof(float) * (size_t)n * (size_t)dim);
+}
+
+// the task state of step t in a recorded buffer (pre_s or post_s): field pointers sp
+static void state_at(const Shac* s, int32_t* buf, int t, void** sp) {
+  for (int k = 0; k < s->nst; k++) sp[k] = buf + ((size_t)t * s->sw + s->soff[k]) * (size_t)s->N;
+}
+// world w's task state (fields src, as EnvBatch.state) into step t of a recorded buffer
+static void record_state(const Shac* s, int32_t* buf, int t, void* const* src, int w) {
+  for (int k = 0; k < s->nst; k++) {
+    size_t n = (size_t)s->scount[k];
+    memcpy(buf + ((size_t)t * s->sw + s->soff[k]) * (size_t)s->N + (size_t)w * n, (int32_t*)src[k] + (size_t)w * n,
+           4 * n);
+  }
 }
 
 
@@ -233,19 +273,13 @@ static void load_states(Shac* s, const float* q, const float* v, const float* u)
   if (s->nu) memcpy(s->vd->ctrl, u, sizeof(float) * N * (size_t)s->nu);
 }
 
-static int finite_all(const float* x, int n) {
-  for (int i = 0; i < n; i++)
-    if (!isfinite(x[i])) return 0;
-  return 1;
-}
-
 static int cmp_float(const void* a, const void* b) {
   float x = *(const float*)a, y = *(const float*)b;
   return (x > y) - (x < y);
 }
 
-// the task context of world w (constants and data; SHAC takes tasks without per-world state)
-#define ctx(env, w) (&(EnvTaskCtx){(env)->param, (env)->data, (env)->state, NULL, (w)})
+// the task context of world w at the recorded state sp, with the carried state cotangent
+#define ctx(env, sp, w) (&(EnvTaskCtx){(env)->param, (env)->data, (sp), s->ngrad ? s->dsp : NULL, (w)})
 
 // Steps 1-3: rollout from the carried state, actor loss (returned) and its gradient: s->gsum (BPTT, unless the
 // target-action regression is on), s->gtarget (dL/da per step and world, clipped), s->mu, s->nobs, s->tgt inputs.
@@ -261,6 +295,9 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
   double t0 = algo_now();
   for (int k = 0; k < M_COUNT; k++) metrics[k] = 0;
   if (s->norm && nn_norm_count(s->norm) == 0) nn_norm_update(s->norm, env->obs, N);  // first iteration
+  if (s->priv && s->cnorm && nn_norm_count(s->cnorm) == 0) nn_norm_update(s->cnorm, env->cobs, N);
+  int Oc = s->Oc;
+  void* sp[ENV_MAX_STATE];
   long long constr0 = 0;
   for (int w = 0; w < N; w++) constr0 += env->d->adj_nconstraint[w];
 
@@ -275,7 +312,9 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
     float* mu = s->mu + base * A;
     float* ac = s->act + base * A;
     memcpy(ob, env->obs, sizeof(float) * N * O);
-    normalize(s, ob, N, nob);
+    if (s->priv) memcpy(s->cobs + base * Oc, env->cobs, sizeof(float) * N * Oc);
+    for (int w = 0; w < N && s->nst; w++) record_state(s, s->pre_s, t, env->state, w);
+    normalize(s->norm, O, ob, N, nob);
     nn_mlp_infer(s->actor_lin, actor_p, nob, N, ac);  // pre-tanh z
     for (int w = 0; w < N; w++) {
       size_t i = (size_t)w * A;
@@ -303,15 +342,17 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
       if (nu)
         memcpy(s->post_u + i * nub, done ? env->final_ctrl + (size_t)w * nu : env->d->ctrl + (size_t)w * nu,
                sizeof(float) * nu);
-      memcpy(s->nxt_obs + i * O, done ? env->final_obs + (size_t)w * O : env->obs + (size_t)w * O,
-             sizeof(float) * O);
+      memcpy(s->nxt_obs + i * Oc, done ? env->final_cobs + (size_t)w * Oc : env->cobs + (size_t)w * Oc,
+             sizeof(float) * Oc);
+      if (s->nst) record_state(s, s->post_s, t, done ? env->final_state : env->state, w);
     }
     tm->sim += algo_now() - t0;
   }
 
   // ---- 2. values of the next states, loss coefficients ----
   t0 = algo_now();
-  normalize(s, s->nxt_obs, (int)HN, s->nxt_nobs);
+  normalize(s->cnorm, Oc, s->nxt_obs, (int)HN, s->nxt_nobs);
+  if (s->priv) normalize(s->cnorm, Oc, s->cobs, (int)HN, s->cnobs);  // the critic's inputs (step 5, (d))
   nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->nxt_nobs, (int)HN, s->nxt_val);
   double loss = 0, inv = 1.0 / (double)HN;
   for (int w = 0; w < N; w++)
@@ -323,6 +364,7 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
   t0 = algo_now();
   memset(s->cq, 0, sizeof(float) * N * nv);
   memset(s->cv, 0, sizeof(float) * N * nv);
+  if (s->sw) memset(s->cds, 0, sizeof(float) * N * (size_t)s->sw);
   memset(s->gsum, 0, sizeof(float) * (size_t)s->na);
   int nonfinite = 0;
   double agmed = 0, agclip = 0;
@@ -338,48 +380,52 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
         adj_q[(size_t)w * nv + k] = done ? 0 : s->cq[(size_t)w * nv + k];
         adj_v[(size_t)w * nv + k] = done ? 0 : s->cv[(size_t)w * nv + k];
       }
+      for (int f = 0; done && f < s->nst; f++)  // the carried state cotangent likewise
+        if (s->dsp[f]) memset((float*)s->dsp[f] + (size_t)w * s->scount[f], 0, sizeof(float) * s->scount[f]);
     }
+    state_at(s, s->post_s, t, sp);  // reward and bootstrap at the state after the act
     // ... + the reward ...
     load_states(s, s->post_q + base * nq, s->post_v + base * nv, s->post_u + base * nub);
     memset(s->du, 0, sizeof(float) * N * nub);
     for (int w = 0; w < N; w++)
-      tk->reward_vjp(m, s->vd, w, ctx(env, w), ac + (size_t)w * A, s->coef_r[base + w], adj_q + (size_t)w * nv,
+      tk->reward_vjp(m, s->vd, w, ctx(env, sp, w), ac + (size_t)w * A, s->coef_r[base + w], adj_q + (size_t)w * nv,
                      adj_v + (size_t)w * nv, s->du + (size_t)w * nub);
     // ... + the bootstrap value (target critic -> normalizer -> observation)
     int nb = 0;
     for (int w = 0; w < N; w++)
       if (s->coef_v[base + w] != 0) {
-        memcpy(s->bx + (size_t)nb * O, s->nxt_nobs + (base + w) * O, sizeof(float) * O);
-        memcpy(s->braw + (size_t)nb * O, s->nxt_obs + (base + w) * O, sizeof(float) * O);
+        memcpy(s->bx + (size_t)nb * Oc, s->nxt_nobs + (base + w) * Oc, sizeof(float) * Oc);
+        memcpy(s->braw + (size_t)nb * Oc, s->nxt_obs + (base + w) * Oc, sizeof(float) * Oc);
         s->bdy[nb] = s->coef_v[base + w];
         s->bidx[nb++] = w;
       }
     if (nb) {
       nn_mlp_forward(s->targ, s->bx, nb, s->by);
       nn_mlp_backward(s->targ, s->bdy, s->dx);
-      normalize_backward(s, s->braw, s->dx, nb, s->dobs);
+      normalize_backward(s->cnorm, Oc, s->braw, s->dx, nb, s->dobs);
       for (int k = 0; k < nb; k++) {
         int w = s->bidx[k];
-        tk->observe_vjp(m, s->vd, w, ctx(env, w), s->dobs + (size_t)k * O, adj_q + (size_t)w * nv,
-                        adj_v + (size_t)w * nv);
+        if (s->priv)
+          tk->info.critic->observe_vjp(m, s->vd, w, ctx(env, sp, w), s->dobs + (size_t)k * Oc,
+                                       adj_q + (size_t)w * nv, adj_v + (size_t)w * nv);
+        else
+          tk->observe_vjp(m, s->vd, w, ctx(env, sp, w), s->dobs + (size_t)k * O, adj_q + (size_t)w * nv,
+                          adj_v + (size_t)w * nv);
       }
     }
     // the step: post-state cotangent -> pre-state cotangent and ctrl cotangent
     sim_control_step_backward(m, env->d, s->fs);
     // the action: ctrl -> action (the ctrl of step t, at the pre-step state)
     load_states(s, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub);
+    state_at(s, s->pre_s, t, sp);  // the act (and the actor's observation) at the state before it
     for (int w = 0; w < N; w++) {
       float* du = s->du + (size_t)w * nub;
       for (int k = 0; k < nu; k++) du[k] += env->d->adj_ctrl[(size_t)w * nu + k];
       float* da = s->dact + (size_t)w * A;
       for (int j = 0; j < A; j++) da[j] = 0;
-      tk->act_vjp(m, s->vd, w, ctx(env, w), ac + (size_t)w * A, du, da);
-      if (!finite_all(da, A) || !finite_all(adj_q + (size_t)w * nv, nv) || !finite_all(adj_v + (size_t)w * nv, nv)) {
-        nonfinite++;
-        for (int j = 0; j < A; j++) da[j] = 0;
-        for (int k = 0; k < nv; k++) adj_q[(size_t)w * nv + k] = 0, adj_v[(size_t)w * nv + k] = 0;
-      }
-      s->gnorm[w] = shac_grad_norm(da, A);
+      tk->act_vjp(m, s->vd, w, ctx(env, sp, w), ac + (size_t)w * A, du, da);
+      nonfinite += env_cot_check(da, A, adj_q + (size_t)w * nv, adj_v + (size_t)w * nv, nv, s->dsp, s->scount,
+                                 s->nst, w, &s->gnorm[w]);
     }
     // ∇Mimic (a): per-world clip at k x the median norm over the worlds of this step
     memcpy(s->by, s->gnorm, sizeof(float) * N);
@@ -398,11 +444,11 @@ static double shac_rollout_grad(Shac* s, EnvBatch* env, double* metrics, AlgoTim
       const float* g = nn_mlp_grads(s->actor_lin);
       for (int64_t i = 0; i < s->na; i++) s->gsum[i] += g[i];
     }
-    normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs);
+    normalize_backward(s->norm, O, s->obs + base * O, s->dx, N, s->dobs);
     memcpy(s->cq, adj_q, sizeof(float) * N * nv);
     memcpy(s->cv, adj_v, sizeof(float) * N * nv);
     for (int w = 0; w < N; w++)
-      tk->observe_vjp(m, s->vd, w, ctx(env, w), s->dobs + (size_t)w * O, s->cq + (size_t)w * nv,
+      tk->observe_vjp(m, s->vd, w, ctx(env, sp, w), s->dobs + (size_t)w * O, s->cq + (size_t)w * nv,
                       s->cv + (size_t)w * nv);
   }
   metrics[M_AGMED] = agmed / H;
@@ -431,7 +477,7 @@ static void shac_td_targets(Shac* s, double* metrics) {
 static void shac_advantages(Shac* s, double* metrics) {
   size_t HN = (size_t)s->H * s->N;
   float* v = s->adv;
-  nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->nobs, (int)HN, v);
+  nn_mlp_infer(s->targ, nn_mlp_params(s->targ), s->priv ? s->cnobs : s->nobs, (int)HN, v);
   double sum = 0, sabs = 0, n = 0;
   for (size_t i = 0; i < HN; i++) {
     v[i] = shac_adv_raw(s->tgt[i], v[i]);
@@ -462,9 +508,10 @@ static void shac_action_targets(Shac* s) {
 
 static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   Shac* s = (Shac*)p;
-  int N = s->N, O = s->O, A = s->A, H = s->H;
+  int N = s->N, A = s->A, H = s->H, Oc = s->Oc;
   size_t HN = (size_t)H * N;
   float* actor_p = nn_mlp_params(s->actor);
+  const float* cin = s->priv ? s->cnobs : s->nobs;  // the critic's normalized inputs
   shac_rollout_grad(s, env, metrics, tm);
   double t0;
 
@@ -508,7 +555,7 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, 
     double l = 0;
     for (int b = 0; b < s->nmb; b++) {
       size_t off = (size_t)b * mb;
-      nn_mlp_forward(s->critic, s->nobs + off * O, mb, s->by);
+      nn_mlp_forward(s->critic, cin + off * Oc, mb, s->by);
       for (int k = 0; k < mb; k++) l += shac_mse_grad(s->by[k], s->tgt[off + k], mb, &s->bdy[k]);
       nn_mlp_backward(s->critic, s->bdy, NULL);
       nn_adam_step(s->adam_c, cp, nn_mlp_grads(s->critic));
@@ -521,6 +568,7 @@ static int shac_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, 
   for (int64_t i = 0; i < s->nc; i++) tp[i] = shac_polyak(tp[i], cp[i], tau);
   // normalizer: the rollout's observations (frozen during the iteration, as DiffRL)
   if (s->norm) nn_norm_update(s->norm, s->obs, (int)HN);
+  if (s->priv && s->cnorm) nn_norm_update(s->cnorm, s->cobs, (int)HN);
   tm->networks += algo_now() - t0;
   return 0;
 }
@@ -529,13 +577,18 @@ static int shac_state(void* p, CkTensor* t, int max, int policy_only) {
   Shac* s = (Shac*)p;
   ShacStateRefs r;
   memset(&r, 0, sizeof(r));
-  r.na = s->na, r.nc = s->nc, r.N = s->N, r.O = s->O, r.A = s->A;
+  r.na = s->na, r.nc = s->nc, r.N = s->N, r.O = s->O, r.A = s->A, r.Oc = s->Oc;
   r.actor = nn_mlp_params(s->actor), r.ema = nn_adam_ema(s->adam_a);
   r.critic = nn_mlp_params(s->critic), r.targ = nn_mlp_params(s->targ);
   if (s->norm) {
     NnTensorRef nr[3];
     nn_norm_state(s->norm, nr, 3);
     r.norm_count = (double*)nr[0].data, r.norm_mean = (double*)nr[1].data, r.norm_m2 = (double*)nr[2].data;
+  }
+  if (s->priv && s->cnorm) {
+    NnTensorRef nr[3];
+    nn_norm_state(s->cnorm, nr, 3);
+    r.cnorm_count = (double*)nr[0].data, r.cnorm_mean = (double*)nr[1].data, r.cnorm_m2 = (double*)nr[2].data;
   }
   NnTensorRef ar[4];
   nn_adam_state(s->adam_a, ar, 4);
@@ -550,7 +603,7 @@ static int shac_state(void* p, CkTensor* t, int max, int policy_only) {
 static int shac_act_eval(void* p, const float* obs, int n, float* act) {
   Shac* s = (Shac*)p;
   if (n > s->N) return -1;
-  normalize(s, obs, n, s->bx);
+  normalize(s->norm, s->O, obs, n, s->bx);
   float* ema = nn_adam_ema(s->adam_a);
   return nn_mlp_infer(s->actor, ema ? ema : nn_mlp_params(s->actor), s->bx, n, act);
 }

@@ -20,6 +20,10 @@
 //  4. the actor update (Adam on the BPTT sum, or ∇Mimic (b): k_targets, with (d)'s sampled term when on, then
 //     SHAC_REGRESSION_STEPS Adam steps),
 //  5. critic minibatch passes on the TD(lambda) targets, k_polyak, normalizer update.
+// Per-world task state and a critic observation as shac.c: the fused env step records the state blocks before and
+// after the act (and the critic observation), env_cuda_step_backward / env_cuda_pre_state_cotangent carry the
+// state's cotangent (cds) as the engine's; the critic, its target and its own normalizer read the critic
+// observation.
 // Scalars for the metrics accumulate in a device array (float64) and come back once, with the environment's
 // episode statistics, at the end of the iteration.
 #include <cuda_runtime.h>
@@ -42,19 +46,22 @@ enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
   X(act_rng, uint64_t, n)                      /* per-world noise streams */                         \
   X(noise, double, s->rho > 0 ? n * a : 0)     /* (N, A) correlated noise state, rho > 0 only */     \
   X(obs, float, hn * o) X(nobs, float, hn * o) X(mu, float, hn * a) X(act, float, hn * a)            \
-  X(rew, float, hn) X(nxt_obs, float, hn * o) X(nxt_nobs, float, hn * o) X(nxt_val, float, hn)       \
+  X(cobs, float, s->priv ? hn * oc : 0) X(cnobs, float, s->priv ? hn * oc : 0) /* critic observations */ \
+  X(pre_s, int32_t, hn * sw) X(post_s, int32_t, hn * sw) /* task state blocks, before / after the act */ \
+  X(cds, float, n * sw)                        /* carried task-state cotangent (grad fields) */      \
+  X(rew, float, hn) X(nxt_obs, float, hn * oc) X(nxt_nobs, float, hn * oc) X(nxt_val, float, hn)     \
   X(tgt, float, hn) X(coef_r, float, hn) X(coef_v, float, hn)                                        \
   X(term, uint8_t, hn) X(trunc, uint8_t, hn) X(nonfinite, uint8_t, n)                                \
   X(pre_q, float, hn * nq) X(pre_v, float, hn * nv) X(post_q, float, hn * nq) X(post_v, float, hn * nv) \
   X(post_u, float, hn * nub)                                                                         \
-  X(dobs_boot, float, hn * o) X(dx_boot, float, hn * o) /* the value terms' cotangents */            \
+  X(dobs_boot, float, hn * oc) X(dx_boot, float, hn * oc) /* the value terms' cotangents */          \
   X(cq, float, n * nv) X(cv, float, n * nv)             /* carried pre-state cotangent */            \
   X(z, float, n * a) X(dact, float, n * a) X(gnorm, float, n)                                        \
-  X(dx, float, n * o) X(dobs, float, n * o) X(xs, float, n * o) /* xs: aligned copy of an input */   \
+  X(dx, float, n * o) X(dobs, float, n * om) X(xs, float, n * om) /* xs: aligned copy of an input */ \
   X(gsum, float, na)                                                                                 \
   X(gtarget, float, hn * a) X(ybuf, float, hn * a)                                                   \
   X(adv, float, s->beta > 0 ? hn : 0)          /* ∇Mimic (d): V_targ, then An */                     \
-  X(cx, float, mbz * o) X(cy, float, mbz) X(cdy, float, mbz) /* critic minibatch */                  \
+  X(cx, float, mbz * oc) X(cy, float, mbz) X(cdy, float, mbz) /* critic minibatch */                 \
   X(dpart, double, part)                       /* per-world / per-element partial sums */            \
   X(metrics, double, D_NSLOT)                                                                        \
   X(constr, long long, 2)                      /* adj_nconstraint sums at the start and end */
@@ -63,17 +70,20 @@ enum { D_CLOSS = M_COUNT, D_LIM, D_NSLOT };
   X(h_actor, float, na) X(h_ema, float, na) X(h_am, float, na) X(h_av, float, na)                \
   X(h_critic, float, nc) X(h_targ, float, nc) X(h_cm, float, nc) X(h_cv, float, nc)              \
   X(h_nmean, double, o) X(h_nm2, double, o) X(h_rng, uint64_t, n)                                \
+  X(h_cnmean, double, s->priv ? oc : 0) X(h_cnm2, double, s->priv ? oc : 0)                      \
   X(h_noise, double, s->rho > 0 ? n * a : 0)
 #define SHAC_FIELD(name, type, count) type* name;
 
 typedef struct {
   Cfg c;
   int N, O, A, H, nq, nv, nu, nub, fs, nmb, mb, regress;
+  int Oc, priv, sw;  // the critic's observation size, the task's own critic observation, state block words
   double clip_k, eta, sigma, beta;  // beta: ∇Mimic (d)
   double rho, rho_c;  // shac.noise_correlation and sqrt(1 - rho^2) (shac.c's)
   EnvCuda* E;
   NnCudaMlp *actor_lin, *actor, *critic, *targ;  // actor_lin: the actor without its output tanh (shac.c)
   NnCudaNorm* norm;
+  NnCudaNorm* cnorm;  // the critic's: its own with a critic observation, else norm
   NnCudaAdam *adam_a, *adam_c;
   NnAdamConfig acfg;
   int64_t na, nc;
@@ -84,7 +94,7 @@ typedef struct {
   size_t errlen;
   SHAC_CUDA_MIRROR(SHAC_FIELD)
   int64_t h_astep, h_cstep;
-  double h_ncount;
+  double h_ncount, h_cncount;
   double* h_metrics;  // pinned (D_NSLOT)
   void* block;        // the device buffers
   SHAC_CUDA_BUFFERS(SHAC_FIELD)
@@ -226,6 +236,7 @@ static void shac_cuda_destroy(void* p) {
   env_cuda_destroy(s->E);
   nn_cuda_mlp_destroy(s->actor_lin), nn_cuda_mlp_destroy(s->actor), nn_cuda_mlp_destroy(s->critic);
   nn_cuda_mlp_destroy(s->targ);
+  if (s->cnorm != s->norm) nn_cuda_norm_destroy(s->cnorm);
   nn_cuda_norm_destroy(s->norm);
   nn_cuda_adam_destroy(s->adam_a), nn_cuda_adam_destroy(s->adam_c);
   for (int i = 0; i < 4; i++)
@@ -258,11 +269,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     free(s);
     return -1;
   }
-  if (env->task->info.nstate > 0) {  // shac.c's check
-    snprintf(err, errlen, "shac: task %s keeps per-world task state: not supported yet", env->task->info.name);
-    free(s);
-    return -1;
-  }
+  s->Oc = env->critic_obs_dim, s->priv = env->task->info.critic != NULL;
   if (HN % s->nmb || HN > (1 << 28)) {
     snprintf(err, errlen, "shac: horizon x num_envs (%lld) must be divisible by shac.critic_minibatches (%d)",
              (long long)HN, s->nmb);
@@ -280,9 +287,10 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     return -1;
   }
   int maxb = (int)HN, N = s->N, O = s->O, A = s->A;
+  s->sw = env_cuda_state_words(s->E);
   NnConfig ac, cc;
   algo_net_config(&ac, c, &c->policy_actor_hidden, O, A, NN_ACT_TANH);
-  algo_net_config(&cc, c, &c->policy_critic_hidden, O, 1, NN_ACT_NONE);
+  algo_net_config(&cc, c, &c->policy_critic_hidden, s->Oc, 1, NN_ACT_NONE);
   NnConfig lc = ac;
   lc.out_act = NN_ACT_NONE;
   int rc = nn_cuda_mlp_create(&s->actor, &ac, maxb > N ? maxb : N, 0, NULL);
@@ -290,6 +298,9 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   if (!rc) rc = nn_cuda_mlp_create(&s->critic, &cc, maxb, 0, NULL);
   if (!rc) rc = nn_cuda_mlp_create(&s->targ, &cc, maxb, 0, NULL);
   if (!rc && c->policy_obs_norm) rc = nn_cuda_norm_create(&s->norm, O, 1e-8, c->policy_obs_clip, maxb, NULL);
+  s->cnorm = s->norm;
+  if (!rc && c->policy_obs_norm && s->priv)
+    rc = nn_cuda_norm_create(&s->cnorm, s->Oc, 1e-8, c->policy_obs_clip, maxb, NULL);
   uint64_t seed = (uint64_t)c->run_seed;
   if (!rc) rc = nn_cuda_mlp_init(s->actor, shac_seed(seed, 1));
   if (!rc) rc = nn_cuda_mlp_init(s->critic, shac_seed(seed, 2));
@@ -328,6 +339,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   // device buffers: one allocation (SHAC_CUDA_BUFFERS), and the host mirror
   size_t hn = (size_t)HN, n = (size_t)N, nq = (size_t)s->nq, nv = (size_t)s->nv, nub = (size_t)s->nub;
   size_t a = (size_t)A, o = (size_t)O, mbz = (size_t)s->mb, na = (size_t)s->na, nc = (size_t)s->nc;
+  size_t oc = (size_t)s->Oc, om = o > oc ? o : oc, sw = (size_t)s->sw;
   size_t part = hn * a > n ? hn * a : n;
   part = part > mbz ? part : mbz;
   size_t sz = 0;
@@ -373,30 +385,33 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
   return 0;
 }
 
-static int normalize(ShacCuda* s, const float* x, int n, float* y) {
-  if (s->norm)
-    AC_NN(nn_cuda_norm_apply(s->norm, x, n, y));
+// the actor's (nm = s->norm, dim O) or the critic's (s->cnorm, Oc) normalizer; NULL: the identity
+static int normalize(ShacCuda* s, NnCudaNorm* nm, int dim, const float* x, int n, float* y) {
+  if (nm)
+    AC_NN(nn_cuda_norm_apply(nm, x, n, y));
   else
-    AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+    AC_CK(cudaMemcpyAsync(y, x, sizeof(float) * (size_t)n * dim, cudaMemcpyDeviceToDevice, 0));
   return 0;
 }
-static int normalize_backward(ShacCuda* s, const float* x, const float* dy, int n, float* dx) {
-  if (s->norm)
-    AC_NN(nn_cuda_norm_backward(s->norm, x, dy, n, dx));
+static int normalize_backward(ShacCuda* s, NnCudaNorm* nm, int dim, const float* x, const float* dy, int n,
+                              float* dx) {
+  if (nm)
+    AC_NN(nn_cuda_norm_backward(nm, x, dy, n, dx));
   else
-    AC_CK(cudaMemcpyAsync(dx, dy, sizeof(float) * (size_t)n * s->O, cudaMemcpyDeviceToDevice, 0));
+    AC_CK(cudaMemcpyAsync(dx, dy, sizeof(float) * (size_t)n * dim, cudaMemcpyDeviceToDevice, 0));
   return 0;
 }
 
 // steps 1-3 (shac.c's shac_rollout_grad): rollout, loss, backward through time; scalars into s->metrics
 static int rollout_grad(ShacCuda* s) {
-  const int N = s->N, O = s->O, A = s->A, H = s->H, nq = s->nq, nv = s->nv, nub = s->nub;
+  const int N = s->N, O = s->O, A = s->A, H = s->H, nq = s->nq, nv = s->nv, nub = s->nub, Oc = s->Oc, sw = s->sw;
   const size_t HN = (size_t)H * N;
   double* M = s->metrics;
   AC_CK(cudaMemsetAsync(M, 0, 8 * D_NSLOT, 0));
   AC_CK(cudaMemcpyAsync(nn_cuda_mlp_params(s->actor_lin), nn_cuda_mlp_params(s->actor), 4 * (size_t)s->na,
                         cudaMemcpyDeviceToDevice, 0));
   if (s->norm && !s->norm_started) AC_NN(nn_cuda_norm_update(s->norm, env_cuda_obs(s->E), N));  // first iteration
+  if (s->priv && s->cnorm && !s->norm_started) AC_NN(nn_cuda_norm_update(s->cnorm, env_cuda_critic_obs(s->E), N));
   s->norm_started = 1;
   AC_ENV(env_cuda_constraint_evals(s->E, s->constr));
   AC_ENV(env_cuda_tape_clear(s->E));
@@ -408,7 +423,10 @@ static int rollout_grad(ShacCuda* s) {
     float* ob = s->obs + base * O;
     float* nob = s->nobs + base * O;
     AC_CK(cudaMemcpyAsync(ob, env_cuda_obs(s->E), sizeof(float) * N * O, cudaMemcpyDeviceToDevice, 0));
-    if (normalize(s, ob, N, nob)) return -1;
+    if (s->priv)
+      AC_CK(cudaMemcpyAsync(s->cobs + base * Oc, env_cuda_critic_obs(s->E), sizeof(float) * N * Oc,
+                            cudaMemcpyDeviceToDevice, 0));
+    if (normalize(s, s->norm, O, ob, N, nob)) return -1;
     AC_NN(nn_cuda_mlp_infer(s->actor_lin, actor_lin_p, ac_aligned(nob, (long long)N * O, s->xs), N, s->z));
     k_act<<<ac_blocks(N), AC_THREADS>>>(s->z, N, A, s->sigma, s->rho, s->rho_c, s->act_rng, s->noise,
                                         s->mu + base * A, s->act + base * A);
@@ -417,7 +435,8 @@ static int rollout_grad(ShacCuda* s) {
     rec.pre_qpos = s->pre_q + base * nq, rec.pre_qvel = s->pre_v + base * nv;
     rec.post_qpos = s->post_q + base * nq, rec.post_qvel = s->post_v + base * nv;
     rec.post_ctrl = s->post_u + base * nub;
-    rec.next_obs = s->nxt_obs + base * O, rec.reward = s->rew + base;
+    rec.next_obs = NULL, rec.next_cobs = s->nxt_obs + base * Oc, rec.reward = s->rew + base;
+    rec.pre_state = sw ? s->pre_s + base * sw : NULL, rec.post_state = sw ? s->post_s + base * sw : NULL;
     rec.terminated = s->term + base, rec.truncated = s->trunc + base;
     AC_ENV(env_cuda_step(s->E, s->act + base * A, &rec, 1));
     if (s->rho > 0) {  // shac.c: the noise state of a world whose episode ended at this step restarts at 0
@@ -427,17 +446,19 @@ static int rollout_grad(ShacCuda* s) {
   }
   AC_CK(cudaEventRecord(s->ev[1], 0));
   // ---- 2. values of the next states, loss coefficients, the value terms' observation cotangents ----
-  if (normalize(s, s->nxt_obs, (int)HN, s->nxt_nobs)) return -1;
+  if (normalize(s, s->cnorm, Oc, s->nxt_obs, (int)HN, s->nxt_nobs)) return -1;
+  if (s->priv && normalize(s, s->cnorm, Oc, s->cobs, (int)HN, s->cnobs)) return -1;  // the critic's inputs
   AC_NN(nn_cuda_mlp_forward(s->targ, s->nxt_nobs, (int)HN, s->nxt_val));
   k_coef<<<ac_blocks(N), AC_THREADS>>>(N, H, s->c.algo_gamma, s->rew, s->term, s->trunc, s->nxt_val, s->coef_r,
                                        s->coef_v, s->dpart);
   AC_LAUNCHED();
   AC_CK(ac_sum(s->dpart, N, 1.0, 0, M + M_ACTOR));
   AC_NN(nn_cuda_mlp_backward(s->targ, s->coef_v, s->dx_boot));  // rows with coef_v = 0 give 0 (and are skipped)
-  if (normalize_backward(s, s->nxt_obs, s->dx_boot, (int)HN, s->dobs_boot)) return -1;
+  if (normalize_backward(s, s->cnorm, Oc, s->nxt_obs, s->dx_boot, (int)HN, s->dobs_boot)) return -1;
   // ---- 3. backward through time ----
   AC_CK(cudaMemsetAsync(s->cq, 0, 4 * (size_t)N * nv, 0));
   AC_CK(cudaMemsetAsync(s->cv, 0, 4 * (size_t)N * nv, 0));
+  if (sw) AC_CK(cudaMemsetAsync(s->cds, 0, 4 * (size_t)N * sw, 0));
   AC_CK(cudaMemsetAsync(s->gsum, 0, 4 * (size_t)s->na, 0));
   for (int t = H - 1; t >= 0; t--) {
     size_t base = (size_t)t * N;
@@ -445,7 +466,9 @@ static int rollout_grad(ShacCuda* s) {
     g.pre_qpos = s->pre_q + base * nq, g.pre_qvel = s->pre_v + base * nv;
     g.post_qpos = s->post_q + base * nq, g.post_qvel = s->post_v + base * nv, g.post_ctrl = s->post_u + base * nub;
     g.act = s->act + base * A, g.terminated = s->term + base, g.truncated = s->trunc + base;
-    g.reward_cot = s->coef_r + base, g.value_mask = s->coef_v + base, g.next_obs_cot = s->dobs_boot + base * O;
+    g.reward_cot = s->coef_r + base, g.value_mask = s->coef_v + base, g.next_obs_cot = s->dobs_boot + base * Oc;
+    g.pre_state = sw ? s->pre_s + base * sw : NULL, g.post_state = sw ? s->post_s + base * sw : NULL;
+    g.cot_state = sw ? s->cds : NULL;
     g.cot_qpos = s->cq, g.cot_qvel = s->cv;
     g.act_cot = s->dact, g.act_cot_norm = s->gnorm, g.nonfinite = s->nonfinite;
     AC_ENV(env_cuda_step_backward(s->E, &g));
@@ -462,9 +485,10 @@ static int rollout_grad(ShacCuda* s) {
       ac_k_add<<<ac_blocks(s->na), AC_THREADS>>>(s->gsum, nn_cuda_mlp_grads(s->actor_lin), s->na);
       AC_LAUNCHED();
     }
-    if (normalize_backward(s, s->obs + base * O, s->dx, N, s->dobs)) return -1;
+    if (normalize_backward(s, s->norm, O, s->obs + base * O, s->dx, N, s->dobs)) return -1;
     AC_ENV(env_cuda_pre_state_cotangent(s->E, s->pre_q + base * nq, s->pre_v + base * nv, s->post_u + base * nub,
-                                        s->dobs, s->cq, s->cv));
+                                        sw ? s->pre_s + base * sw : NULL, s->dobs, s->cq, s->cv,
+                                        sw ? s->cds : NULL));
   }
   AC_ENV(env_cuda_constraint_evals(s->E, s->constr + 1));
   k_constr<<<1, 1>>>(M + M_CONSTR, s->constr);
@@ -484,7 +508,7 @@ static int td_advantages(ShacCuda* s) {
   AC_LAUNCHED();
   AC_CK(ac_sum(s->dpart, N, 1.0 / (double)HN, 0, M + M_VALUE));
   if (s->beta > 0) {
-    AC_NN(nn_cuda_mlp_forward(s->targ, s->nobs, (int)HN, s->adv));  // V_targ(s_t)
+    AC_NN(nn_cuda_mlp_forward(s->targ, s->priv ? s->cnobs : s->nobs, (int)HN, s->adv));  // V_targ(s_t)
     k_adv<<<1, AC_RED_THREADS>>>(s->tgt, s->adv, HN, M);
     AC_LAUNCHED();
   }
@@ -504,10 +528,11 @@ static int action_targets(ShacCuda* s) {
 static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes* tm, char* err, size_t errlen) {
   ShacCuda* s = (ShacCuda*)p;
   s->err = err, s->errlen = errlen;
-  const int N = s->N, O = s->O, A = s->A, H = s->H;
+  const int N = s->N, A = s->A, H = s->H, Oc = s->Oc;
   const long long HN = (long long)H * N;
   double* M = s->metrics;
   float* actor_p = nn_cuda_mlp_params(s->actor);
+  const float* cin = s->priv ? s->cnobs : s->nobs;  // the critic's normalized inputs
   if (rollout_grad(s)) return -1;
   if (td_advantages(s)) return -1;
   // ---- 4. actor update ----
@@ -538,7 +563,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
   for (int it = 0; it < iters; it++) {
     for (int b = 0; b < s->nmb; b++) {
       size_t off = (size_t)b * mb;
-      AC_NN(nn_cuda_mlp_forward(s->critic, ac_aligned(s->nobs + off * O, (long long)mb * O, s->cx), mb, s->cy));
+      AC_NN(nn_cuda_mlp_forward(s->critic, ac_aligned(cin + off * Oc, (long long)mb * Oc, s->cx), mb, s->cy));
       k_mse<<<ac_blocks(mb), AC_THREADS>>>(s->cy, s->tgt + off, mb, s->cdy, s->dpart);
       AC_LAUNCHED();
       if (it == iters - 1) AC_CK(ac_sum(s->dpart, mb, 1.0, b > 0, M + D_CLOSS));  // the last pass's loss
@@ -552,6 +577,7 @@ static int shac_cuda_iterate(void* p, EnvBatch* env, double* metrics, AlgoTimes*
   AC_LAUNCHED();
   // normalizer: the rollout's observations (frozen during the iteration, as DiffRL)
   if (s->norm) AC_NN(nn_cuda_norm_update(s->norm, s->obs, (int)HN));
+  if (s->priv && s->cnorm) AC_NN(nn_cuda_norm_update(s->cnorm, s->cobs, (int)HN));
   AC_CK(cudaEventRecord(s->ev[3], 0));
   // ---- the logged scalars, once ----
   AC_ENV(env_cuda_stats_begin(s->E));
@@ -572,7 +598,8 @@ static int shac_cuda_state(void* p, CkTensor* t, int max, int policy_only) {
   ShacCuda* s = (ShacCuda*)p;
   ShacStateRefs r;
   memset(&r, 0, sizeof(r));
-  r.na = s->na, r.nc = s->nc, r.N = s->N, r.O = s->O, r.A = s->A;
+  r.na = s->na, r.nc = s->nc, r.N = s->N, r.O = s->O, r.A = s->A, r.Oc = s->Oc;
+  if (s->priv && s->cnorm) r.cnorm_count = &s->h_cncount, r.cnorm_mean = s->h_cnmean, r.cnorm_m2 = s->h_cnm2;
   r.actor = s->h_actor, r.ema = s->acfg.ema_decay > 0 ? s->h_ema : NULL, r.critic = s->h_critic, r.targ = s->h_targ;
   if (s->norm) r.norm_count = &s->h_ncount, r.norm_mean = s->h_nmean, r.norm_m2 = s->h_nm2;
   r.adam_a_m = s->h_am, r.adam_a_v = s->h_av, r.adam_a_step = &s->h_astep;
@@ -590,6 +617,7 @@ static int mirror_download(ShacCuda* s) {
   AC_NN(nn_cuda_adam_download(s->adam_a, s->h_am, s->h_av, s->acfg.ema_decay > 0 ? s->h_ema : NULL, &s->h_astep, NULL));
   AC_NN(nn_cuda_adam_download(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep, NULL));
   if (s->norm) AC_NN(nn_cuda_norm_download(s->norm, &s->h_ncount, s->h_nmean, s->h_nm2));
+  if (s->priv && s->cnorm) AC_NN(nn_cuda_norm_download(s->cnorm, &s->h_cncount, s->h_cnmean, s->h_cnm2));
   AC_CK(cudaMemcpy(s->h_rng, s->act_rng, 8 * (size_t)s->N, cudaMemcpyDeviceToHost));
   if (s->h_noise) AC_CK(cudaMemcpy(s->h_noise, s->noise, 8 * (size_t)s->N * s->A, cudaMemcpyDeviceToHost));
   return 0;
@@ -609,6 +637,7 @@ static int shac_cuda_sync(void* p, EnvBatch* env, int to_host, char* err, size_t
   AC_NN(nn_cuda_adam_upload(s->adam_a, s->h_am, s->h_av, s->acfg.ema_decay > 0 ? s->h_ema : NULL, &s->h_astep));
   AC_NN(nn_cuda_adam_upload(s->adam_c, s->h_cm, s->h_cv, NULL, &s->h_cstep));
   if (s->norm) AC_NN(nn_cuda_norm_upload(s->norm, s->h_ncount, s->h_nmean, s->h_nm2));
+  if (s->priv && s->cnorm) AC_NN(nn_cuda_norm_upload(s->cnorm, s->h_cncount, s->h_cnmean, s->h_cnm2));
   AC_CK(cudaMemcpy(s->act_rng, s->h_rng, 8 * (size_t)s->N, cudaMemcpyHostToDevice));
   if (s->h_noise) AC_CK(cudaMemcpy(s->noise, s->h_noise, 8 * (size_t)s->N * s->A, cudaMemcpyHostToDevice));
   AC_ENV(env_cuda_upload(s->E, env));
@@ -628,7 +657,7 @@ static int shac_cuda_act_eval(void* p, const float* obs, int n, float* act) {
   s->err = NULL, s->errlen = 0;
   if (n > s->N) return -1;
   AC_CK(cudaMemcpy(s->dobs, obs, sizeof(float) * (size_t)n * s->O, cudaMemcpyHostToDevice));
-  if (normalize(s, s->dobs, n, s->xs)) return -1;
+  if (normalize(s, s->norm, s->O, s->dobs, n, s->xs)) return -1;
   float* ema = nn_cuda_adam_ema(s->adam_a);
   AC_NN(nn_cuda_mlp_infer(s->actor, ema ? ema : nn_cuda_mlp_params(s->actor), s->xs, n, s->z));
   AC_CK(cudaMemcpy(act, s->z, sizeof(float) * (size_t)n * s->A, cudaMemcpyDeviceToHost));

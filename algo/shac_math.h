@@ -97,13 +97,6 @@ SIM_FN void shac_td(int w, int N, int H, double gamma, double lam, const float* 
   }
 }
 
-// |dL/da| of one world (float64 sum of squares)
-SIM_FN float shac_grad_norm(const float* g, int A) {
-  double n2 = 0;
-  for (int j = 0; j < A; j++) n2 += (double)g[j] * g[j];
-  return (float)sqrt(n2);
-}
-
 // The median of n values from its middle order statistics lo = x_(n/2 - 1) and hi = x_(n/2) (0-based; n odd:
 // hi alone), and ∇Mimic (a)'s clip limit k x median
 SIM_FN double shac_median(int n, float lo, float hi) { return (n % 2) ? (double)hi : 0.5 * ((double)lo + hi); }
@@ -182,10 +175,11 @@ SIM_FN float shac_polyak(float targ, float critic, float tau) { return tau * tar
 // (`policy_only`). The arrays are where a checkpoint is written from and loaded into (each backend's own:
 // the CPU's live arrays, the CUDA backend's host mirror).
 typedef struct {
-  int64_t na, nc, N, O, A;
+  int64_t na, nc, N, O, A, Oc;  // Oc: the critic's observation size
   float *actor, *ema, *critic, *targ, *adam_a_m, *adam_a_v, *adam_c_m, *adam_c_v;  // ema: NULL when off
   int64_t *adam_a_step, *adam_c_step;
   double *norm_count, *norm_mean, *norm_m2;  // NULL without obs normalization
+  double *cnorm_count, *cnorm_mean, *cnorm_m2;  // the critic's own; NULL without a critic observation
   uint64_t* act_rng;
   double* noise;  // NULL unless shac.noise_correlation > 0
 } ShacStateRefs;
@@ -205,7 +199,10 @@ typedef struct {
   X("shac/adam_critic/v", CK_F32, adam_c_v, r->nc, 0, 1)                       \
   X("shac/adam_critic/step", CK_I64, adam_c_step, 1, 0, 1)                     \
   X("shac/action_rng", CK_I64, act_rng, r->N, 0, 1)                            \
-  X("shac/action_noise", CK_F64, noise, r->N, r->A, r->noise != NULL)
+  X("shac/action_noise", CK_F64, noise, r->N, r->A, r->noise != NULL)        \
+  X("shac/critic_obs_norm/count", CK_F64, cnorm_count, 1, 0, r->cnorm_count != NULL)  \
+  X("shac/critic_obs_norm/mean", CK_F64, cnorm_mean, r->Oc, 0, r->cnorm_count != NULL) \
+  X("shac/critic_obs_norm/m2", CK_F64, cnorm_m2, r->Oc, 0, r->cnorm_count != NULL)
 
 
 // the state datasets of r for AlgoOps.state

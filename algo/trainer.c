@@ -84,6 +84,8 @@ static int env_tensors(EnvBatch* e, CkTensor* t, int n, int max) {
   n = ckpt_add(t, n, max, "env/rng", CK_I64, e->rng, N, 0);
   n = ckpt_add(t, n, max, "env/nan_seen", CK_I32, e->nan_seen, N, 0);
   n = ckpt_add(t, n, max, "env/obs", CK_F32, e->obs, N, e->obs_dim);
+  if (e->cobs != e->obs)  // a task with a critic observation (none: exactly the arrays of before)
+    n = ckpt_add(t, n, max, "env/critic_obs", CK_F32, e->cobs, N, e->critic_obs_dim);
   n = ckpt_add(t, n, max, "env/episode_return", CK_F64, e->ep_return, N, 0);
   n = ckpt_add(t, n, max, "env/episode_stats", CK_I64, e->stats, 2, 0);
   n = ckpt_add(t, n, max, "env/recent_return", CK_F64, e->recent_return, ENV_RECENT, 0);

@@ -145,17 +145,11 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
 
 // the observation of a freshly reset world, zeroed where it is not finite and counted as a non-finite reset (as
 // a step's is): the policy and the normalizer never see a NaN, even from a task whose reset state is bad
+static int observe_world(EnvBatch* e, int w, const EnvTaskCtx* c, int check);
 static void observe_reset(EnvBatch* e, int w) {
   EnvTaskCtx c;
   env_task_ctx(e, w, &c);
-  sim_real* o = e->obs + (size_t)w * e->obs_dim;
-  e->task->observe(e->m, e->d, w, &c, o);
-  for (int i = 0; i < e->obs_dim; i++)
-    if (!isfinite(o[i])) {
-      memset(o, 0, sizeof(sim_real) * (size_t)e->obs_dim);
-      e->stats[1]++, e->nan_last++;
-      break;
-    }
+  if (!observe_world(e, w, &c, 1)) e->stats[1]++, e->nan_last++;
 }
 
 int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
@@ -175,6 +169,11 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
   if (parse_task_params(tk, params, tparam, tstr, err, errlen)) return -1;
   if (obs_dim_under(tk, tparam) < 1) {
     snprintf(err, errlen, "task %s: observation size %d under env.params", task, obs_dim_under(tk, tparam));
+    return -1;
+  }
+  if (tk->info.critic && (tk->info.critic_obs_dim < 1 || !tk->info.critic->observe || !tk->info.critic->observe_vjp)) {
+    snprintf(err, errlen, "task %s: critic observation of size %d without its functions", task,
+             tk->info.critic_obs_dim);
     return -1;
   }
   SimLoadOptions opt;
@@ -207,13 +206,17 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
   int O = obs_dim_under(tk, tparam), A = tk->info.act_dim;
   e->task = tk, e->mjmodel = mj, e->m = m, e->d = d;
   e->nworld = nworld, e->obs_dim = O, e->act_dim = A;
+  int Oc = tk->info.critic ? tk->info.critic_obs_dim : O;
+  e->critic_obs_dim = Oc;
   e->episode_steps = episode_steps > 0 ? episode_steps : tk->info.episode_steps;
   memcpy(e->param, tparam, sizeof(tparam));
   memcpy(e->str, tstr, sizeof(tstr));
   for (int i = 0; i < ENV_MAX_STRS; i++) e->strp[i] = e->str[i];
   int nomem = 0;
   for (int k = 0; k < tk->info.nstate; k++)
-    if (!(e->state[k] = calloc((size_t)nworld, env_state_row_bytes(tk, k) ? env_state_row_bytes(tk, k) : 1))) nomem = 1;
+    if (!(e->state[k] = calloc((size_t)nworld, env_state_row_bytes(tk, k) ? env_state_row_bytes(tk, k) : 1)) ||
+        !(e->final_state[k] = calloc((size_t)nworld, env_state_row_bytes(tk, k) ? env_state_row_bytes(tk, k) : 1)))
+      nomem = 1;
   if (tk->info.load_data && !nomem &&
       tk->info.load_data(m, tparam, e->strp, &e->data, &e->data_bytes, msg, sizeof(msg))) {
     env_destroy(e);
@@ -229,13 +232,15 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
   e->terminated = (uint8_t*)calloc((size_t)nworld, 1);
   e->truncated = (uint8_t*)calloc((size_t)nworld, 1);
   e->final_obs = (sim_real*)calloc((size_t)nworld * O, sizeof(sim_real));
+  e->cobs = tk->info.critic ? (sim_real*)calloc((size_t)nworld * Oc, sizeof(sim_real)) : e->obs;
+  e->final_cobs = tk->info.critic ? (sim_real*)calloc((size_t)nworld * Oc, sizeof(sim_real)) : e->final_obs;
   e->final_qpos = (sim_real*)calloc((size_t)nworld * m->nq, sizeof(sim_real));
   e->final_qvel = (sim_real*)calloc((size_t)nworld * m->nv, sizeof(sim_real));
   e->final_ctrl = (sim_real*)calloc((size_t)nworld * (m->nu ? m->nu : 1), sizeof(sim_real));
   int S = tk->episode_stats ? tk->nstat : 0;  // <= ENV_MAX_STATS (checked at the top)
   if (S) e->final_stats = (sim_real*)calloc((size_t)nworld * S, sizeof(sim_real));
   if (!e->final_qpos || !e->final_qvel || !e->final_ctrl || !e->t || !e->rng || !e->nan_seen || !e->obs || !e->ep_return || !e->reward || !e->terminated || !e->truncated ||
-      !e->final_obs || (S && !e->final_stats) || nomem) {
+      !e->final_obs || !e->cobs || !e->final_cobs || (S && !e->final_stats) || nomem) {
     env_destroy(e);
     snprintf(err, errlen, "task %s: out of memory", task);
     return -1;
@@ -261,9 +266,11 @@ void env_destroy(EnvBatch* e) {
   if (e->m) sim_model_free(e->m);
   if (e->mjmodel) sim_free_mjmodel(e->mjmodel);
   free(e->t), free(e->rng), free(e->nan_seen), free(e->obs), free(e->ep_return);
+  if (e->cobs != e->obs) free(e->cobs);
+  if (e->final_cobs != e->final_obs) free(e->final_cobs);
   free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
   free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl), free(e->final_stats);
-  for (int k = 0; k < ENV_MAX_STATE; k++) free(e->state[k]);
+  for (int k = 0; k < ENV_MAX_STATE; k++) free(e->state[k]), free(e->final_state[k]);
   free(e->data);
   free(e);
 }
@@ -299,9 +306,28 @@ void env_randomize_episode_start(EnvBatch* e) {
   }
 }
 
+// the observation (and the critic's) of world w; 0 where one is non-finite (both are then zeroed: they are stored)
+static int observe_world(EnvBatch* e, int w, const EnvTaskCtx* c, int check) {
+  const EnvTask* tk = e->task;
+  int O = e->obs_dim, Oc = e->critic_obs_dim;
+  sim_real* o = e->obs + (size_t)w * O;
+  sim_real* oc = e->cobs + (size_t)w * Oc;
+  tk->observe(e->m, e->d, w, c, o);
+  if (tk->info.critic) tk->info.critic->observe(e->m, e->d, w, c, oc);
+  if (!check) return 1;
+  int fin = 1;
+  for (int i = 0; i < O && fin; i++) fin = isfinite(o[i]) != 0;
+  for (int i = 0; i < Oc && fin && tk->info.critic; i++) fin = isfinite(oc[i]) != 0;
+  if (!fin) {
+    memset(o, 0, sizeof(sim_real) * (size_t)O);
+    if (tk->info.critic) memset(oc, 0, sizeof(sim_real) * (size_t)Oc);
+  }
+  return fin;
+}
+
 void env_step(EnvBatch* e, const sim_real* act) {
   const EnvTask* tk = e->task;
-  int O = e->obs_dim, A = e->act_dim;
+  int O = e->obs_dim, A = e->act_dim, Oc = e->critic_obs_dim;
   for (int w = 0; w < e->nworld; w++) {
     EnvTaskCtx c;
     env_task_ctx(e, w, &c);
@@ -322,12 +348,7 @@ void env_step(EnvBatch* e, const sim_real* act) {
     sim_real r = bad ? 0 : tk->reward(e->m, e->d, w, &c, act + (size_t)w * A);
     if (!isfinite(r)) r = 0, bad = 1;  // a non-finite reward (NaN or +-inf) ends the episode too
     sim_real* o = e->obs + (size_t)w * O;
-    tk->observe(e->m, e->d, w, &c, o);
-    for (int i = 0; i < O && !bad; i++)  // ... and so does a non-finite observation (zeroed: it is stored)
-      if (!isfinite(o[i])) {
-        memset(o, 0, sizeof(sim_real) * (size_t)O);
-        r = 0, bad = 1;
-      }
+    if (!observe_world(e, w, &c, !bad)) r = 0, bad = 1;  // ... and so does a non-finite observation
     int term = bad || tk->terminated(e->m, e->d, w, &c);
     e->t[w]++;
     int trunc = !term && e->t[w] >= e->episode_steps;
@@ -338,6 +359,12 @@ void env_step(EnvBatch* e, const sim_real* act) {
     e->reward_total += r;
     if (term || trunc) {
       memcpy(e->final_obs + (size_t)w * O, o, sizeof(sim_real) * (size_t)O);
+      if (tk->info.critic)
+        memcpy(e->final_cobs + (size_t)w * Oc, e->cobs + (size_t)w * Oc, sizeof(sim_real) * (size_t)Oc);
+      for (int k = 0; k < tk->info.nstate; k++) {
+        size_t rb = env_state_row_bytes(tk, k);
+        memcpy((char*)e->final_state[k] + (size_t)w * rb, (char*)e->state[k] + (size_t)w * rb, rb);
+      }
       SimWorld wd;
       sim_world(e->m, e->d, w, &wd);
       memcpy(e->final_qpos + (size_t)w * e->m->nq, wd.qpos, sizeof(sim_real) * (size_t)e->m->nq);

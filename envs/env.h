@@ -41,8 +41,21 @@
 //   void     <task>_act_vjp(m, d, c, const sim_real* act, const sim_real* dctrl, sim_real* dact /*(act_dim)*/)
 // State that gradients flow through (grad 1, e.g. the last action feeding an action-rate penalty and the
 // observation) is updated in <task>_act from the action (s' = f(s, a)) and read by reward and observe: their
-// VJPs add into ENV_DS(c, name) (the cotangent of s' when c->ds is set), and act_vjp maps it to dact (and, for
-// s' depending on s, back into the cotangent of s). c->ds is NULL where no cotangent is carried.
+// VJPs add into ENV_DS(c, name) (the cotangent of s' when c->ds is set), and act_vjp maps it in place: on entry
+// ENV_DS holds the cotangent of s', on return that of s (dact gets the action's part). act_vjp runs with c->s
+// at the state before the act (s), reward and observe VJPs with c->s at the state they read. c->ds is NULL where
+// no cotangent is carried. SHAC records every state field (int and sim_real) at each step of its rollout, runs
+// each VJP at the recorded state of its step and carries the cotangent of the grad fields across steps as it
+// carries the engine's (cut where a world reset), so act must be the only per-world function writing state
+// besides reset.
+// A task may give the critic its own observation (e.g. privileged terms the actor does not see): after its
+// per-world functions, ENV_TASK_CRITIC(task) over
+//   void     <task>_observe_critic(m, d, c, sim_real* obs /*(critic_obs_dim)*/, int lane, int nlane)
+//   void     <task>_observe_critic_vjp(m, d, c, const sim_real* dobs, sim_real* dqpos /*(nv)*/,
+//                                      sim_real* dqvel /*(nv)*/)           // adds into ENV_DS as observe_vjp
+// and ENV_TASK_CRITIC_INFO(task, critic_obs_dim) in its EnvTaskInfo. The trainers' critics (and their own
+// normalizers) read it, SHAC's bootstrap gradient goes through its VJP; without it the critic reads the
+// actor's observation.
 // ENV_TASK_HOST(task, info) at the end of the task file builds the host-side EnvTask table from them;
 // ENV_TASK_HOST_STATS(task, nstat, names, info) also takes <task>_episode_stats (per-episode statistics, e.g.
 // the hopper's forward speed, evaluated at an episode's final state; `adjoint eval` reports them).
@@ -311,6 +324,28 @@ SIM_FN void env_vjp_body_kin(const SimModel* m, const EnvFrames* fr, const sim_r
   }
 }
 
+// SHAC's per-world check of one step's cotangents (CPU and CUDA): world w's dL/da (A), engine cotangents (cq, cv:
+// nv) and task-state cotangents (field k: ds[k], (nworld, count[k]), row w; NULL fields skipped; ds NULL: none)
+// are all zeroed when one of them is non-finite (returns 1); *norm = |dL/da| after it (float of float64 norm)
+SIM_FN int env_cot_check(float* da, int A, sim_real* cq, sim_real* cv, int nv, void* const* ds, const int* count,
+                         int nfield, int w, float* norm) {
+  int fin = 1;
+  for (int j = 0; j < A; j++) fin &= isfinite(da[j]) != 0;
+  for (int k = 0; k < nv; k++) fin &= isfinite(cq[k]) && isfinite(cv[k]);
+  for (int f = 0; ds && f < nfield; f++)
+    for (int k = 0; ds[f] && k < count[f]; k++) fin &= isfinite(((sim_real*)ds[f])[(size_t)w * count[f] + k]) != 0;
+  if (!fin) {
+    for (int j = 0; j < A; j++) da[j] = 0;
+    for (int k = 0; k < nv; k++) cq[k] = 0, cv[k] = 0;
+    for (int f = 0; ds && f < nfield; f++)
+      for (int k = 0; ds[f] && k < count[f]; k++) ((sim_real*)ds[f])[(size_t)w * count[f] + k] = 0;
+  }
+  double n2 = 0;
+  for (int j = 0; j < A; j++) n2 += (double)da[j] * da[j];
+  *norm = (float)sqrt(n2);
+  return !fin;
+}
+
 typedef struct EnvTaskInfo {
   const char* name;
   const char* model;      // MJCF, found through the asset search path
@@ -320,6 +355,7 @@ typedef struct EnvTaskInfo {
   int frame_skip;         // physics steps per control step
   int needs_kinematics;   // reward/observe read xpos/xmat: run kinematics after the step
   const char* const* obs_names;  // observation element names (for exports and logs), of the largest observation
+                                 // (quad_stand lists its critic observation's, which extends the actor's)
   const char* const* act_names;  // (act_dim)
   // the field tables (ENV_TASK_TABLE_INFO): constants settable per run (config key env.params,
   // "name=value, ..."), numbers within [lo, hi] and strings; per-world state
@@ -342,7 +378,18 @@ typedef struct EnvTaskInfo {
   // (position-independent: offsets, no pointers). Returns 0, or non-zero with a message naming the culprit
   int (*load_data)(const SimModel* m, const double* p, const char* const* s, void** data, size_t* bytes, char* err,
                    size_t errlen);
+  // optional (ENV_TASK_CRITIC_INFO; 0 / NULL: the critic reads the actor's observation): the critic's own
+  // observation, its size and the host table of its functions
+  int critic_obs_dim;
+  const struct EnvTaskCritic* critic;
 } EnvTaskInfo;
+
+// host-side table of a task's critic observation (ENV_TASK_CRITIC)
+typedef struct EnvTaskCritic {
+  void (*observe)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, sim_real* obs);
+  void (*observe_vjp)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, const sim_real* dobs,
+                      sim_real* dqpos, sim_real* dqvel);
+} EnvTaskCritic;
 
 // host-side table of one task (per-world calls; c from env_task_ctx)
 typedef struct EnvTask {
@@ -431,6 +478,25 @@ typedef struct EnvTask {
   const EnvTask env_task_##task = {__VA_ARGS__, ENV_TASK_HOST_ROWS_(task), nstat_, names_,                    \
                                    task##_host_episode_stats};
 
+#ifndef __CUDACC__
+// ENV_TASK_CRITIC(task) on the host: the table task_critic_ over <task>_observe_critic(_vjp)
+#define ENV_TASK_CRITIC(task)                                                                                 \
+  static void task##_host_observe_critic(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,           \
+                                         sim_real* o) {                                                       \
+    SimWorld wd;                                                                                              \
+    sim_world(m, d, w, &wd);                                                                                  \
+    task##_observe_critic(m, &wd, c, o, 0, 1);                                                                \
+  }                                                                                                           \
+  static void task##_host_observe_critic_vjp(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,       \
+                                             const sim_real* g, sim_real* dq, sim_real* dv) {                 \
+    SimWorld wd;                                                                                              \
+    sim_world(m, d, w, &wd);                                                                                  \
+    task##_observe_critic_vjp(m, &wd, c, g, dq, dv);                                                          \
+  }                                                                                                           \
+  static const EnvTaskCritic task##_critic_ = {task##_host_observe_critic, task##_host_observe_critic_vjp};
+#endif
+#define ENV_TASK_CRITIC_INFO(task, dim) .critic_obs_dim = (dim), .critic = &task##_critic_
+
 const EnvTask* env_find_task(const char* name);  // NULL if unknown
 const char* env_task_names(void);                // "cartpole|...": the tasks of envs/tasks.list
 
@@ -454,6 +520,8 @@ typedef struct EnvBatch {
   uint64_t* rng;        // (nworld) reset-noise streams
   int32_t* nan_seen;    // (nworld) d->nan_count at the last check
   sim_real* obs;        // (nworld, obs_dim) observation now (after any auto-reset)
+  int critic_obs_dim;   // the critic's observation size: the task's critic_obs_dim, or obs_dim without one
+  sim_real* cobs;       // (nworld, critic_obs_dim) the critic's observation now: obs itself without one
   double* ep_return;    // (nworld) return of the running episode
   int64_t stats[2];     // finished episodes, non-finite resets
   double recent_return[ENV_RECENT];  // ring of finished episodes
@@ -463,6 +531,8 @@ typedef struct EnvBatch {
   uint8_t* terminated;    // (nworld) early termination (value 0 after it), non-finite resets included
   uint8_t* truncated;     // (nworld) time limit (bootstrap from final_obs)
   sim_real* final_obs;    // (nworld, obs_dim) observation before the auto-reset (where terminated|truncated)
+  sim_real* final_cobs;   // (nworld, critic_obs_dim) the critic's, likewise (final_obs without one)
+  void* final_state[ENV_MAX_STATE];  // the task state before the auto-reset (where terminated|truncated), as state
   sim_real* final_qpos;   // (nworld, nq) engine state before the auto-reset (where terminated|truncated): the
   sim_real* final_qvel;   // (nworld, nv) state the reward and final_obs were computed at (SHAC's VJPs need it)
   sim_real* final_ctrl;   // (nworld, nu)
@@ -506,5 +576,32 @@ void env_recent_stats(const EnvBatch* e, double* mean_return, double* mean_lengt
 
 #ifdef __cplusplus
 }
+#endif
+
+#ifdef __CUDACC__
+// ENV_TASK_CRITIC(task) on the device: EnvCritic<EnvCriticTag_task> over the task's functions (the fused kernels
+// of envs/env_cuda_task.cuh ask EnvCritic<...>::on); a task without one gets this empty primary template
+template <class Tag>
+struct EnvCritic {
+  enum { on = 0 };
+  static __device__ __forceinline__ void observe(const SimModel*, const SimWorld*, const EnvTaskCtx*, sim_real*, int,
+                                                 int) {}
+  static __device__ __forceinline__ void observe_vjp(const SimModel*, const SimWorld*, const EnvTaskCtx*,
+                                                     const sim_real*, sim_real*, sim_real*) {}
+};
+#define ENV_TASK_CRITIC(task)                                                                                       \
+  struct EnvCriticTag_##task;                                                                                       \
+  template <>                                                                                                       \
+  struct EnvCritic<EnvCriticTag_##task> {                                                                           \
+    enum { on = 1 };                                                                                                \
+    static __device__ __forceinline__ void observe(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,       \
+                                                   sim_real* o, int l, int n) {                                     \
+      task##_observe_critic(m, d, c, o, l, n);                                                                      \
+    }                                                                                                               \
+    static __device__ __forceinline__ void observe_vjp(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,   \
+                                                       const sim_real* g, sim_real* dq, sim_real* dv) {             \
+      task##_observe_critic_vjp(m, d, c, g, dq, dv);                                                                \
+    }                                                                                                               \
+  };
 #endif
 #endif

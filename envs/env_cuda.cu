@@ -26,8 +26,8 @@ extern "C" const char* env_cuda_last_error(const EnvCuda* e) { return e->err; }
 #define ENV_CUDA_DECL(task)                                                                                      \
   void env_cuda_step_##task(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record);                 \
   void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g);                                           \
-  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot, \
-                               float* cq, float* cv);
+  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const void* st,      \
+                               const float* obs_cot, float* cq, float* cv, float* cst);
 ENV_CUDA_TASK_LIST(ENV_CUDA_DECL)
 #undef ENV_CUDA_DECL
 #define ENV_CUDA_ROW(task) {#task, env_cuda_step_##task, env_cuda_backward_##task, env_cuda_pre_cot_##task},
@@ -150,6 +150,8 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   e->nq = m->nq, e->nv = m->nv, e->nu = m->nu, e->nbody = m->nbody, e->ngeom = m->ngeom, e->adj = m->adj;
   EnvDev* E = &e->E;
   E->N = N, E->O = host->obs_dim, E->A = host->act_dim, E->nub = m->nu ? m->nu : 1;
+  E->Oc = host->critic_obs_dim;
+  const int priv = host->task->info.critic != NULL;
   E->fs = host->task->info.frame_skip, E->needs_kin = host->task->info.needs_kinematics;
   E->episode_steps = host->episode_steps;
   int rc = simcuda_create(m, N, &e->g);
@@ -174,6 +176,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   off[k++] = sz, sz += al256(8 * n);                    // fin_ret
   off[k++] = sz, sz += al256(4 * n);                    // fin_len
   off[k++] = sz, sz += al256(4 * n * E->nub);           // du
+  off[k++] = sz, sz += al256(priv ? 4 * n * E->Oc : 0); // cobs
   // clang-format on
   if (cudaMalloc(&e->block, sz) != cudaSuccess || cudaMemset(e->block, 0, sz) != cudaSuccess ||
       cudaMallocHost((void**)&e->stats_host, sizeof(EnvCudaStats)) != cudaSuccess ||
@@ -196,6 +199,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   E->fin_ret = (double*)(b + off[k++]);
   E->fin_len = (int*)(b + off[k++]);
   E->du = (float*)(b + off[k++]);
+  E->cobs = priv ? (float*)(b + off[k++]) : E->obs;
   // the task's fields: constants by value, data uploaded once here, per-world state mirrored by upload/download
   const EnvTaskInfo* ti = &host->task->info;
   memcpy(E->param, host->param, sizeof(E->param));
@@ -203,6 +207,8 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   E->nst = ti->nstate;
   for (int f = 0; f < ti->nstate; f++) {
     E->st_words[f] = ti->state[f].count;
+    E->st_off[f] = E->sw, E->sw += ti->state[f].count;
+    E->st_grad[f] = ti->state[f].grad && !ti->state[f].is_int, E->ngrad += E->st_grad[f];
     foff[f] = fsz, fsz += al256(env_state_row_bytes(host->task, f) * n);
   }
   if (fsz && (cudaMalloc(&e->fields, fsz) != cudaSuccess || cudaMemset(e->fields, 0, fsz) != cudaSuccess ||
@@ -243,6 +249,7 @@ extern "C" int env_cuda_upload(EnvCuda* e, const EnvBatch* h) {
   CU(cudaMemcpy(E->rng, h->rng, 8 * n, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(E->nan_seen, h->nan_seen, 4 * n, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(E->obs, h->obs, 4 * n * E->O, cudaMemcpyHostToDevice));
+  if (E->cobs != E->obs) CU(cudaMemcpy(E->cobs, h->cobs, 4 * n * E->Oc, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(E->ep_return, h->ep_return, 8 * n, cudaMemcpyHostToDevice));
   for (int f = 0; f < E->nst; f++)
     CU(cudaMemcpy(E->st[f], h->state[f], 4 * n * E->st_words[f], cudaMemcpyHostToDevice));
@@ -268,6 +275,7 @@ extern "C" int env_cuda_download(EnvCuda* e, EnvBatch* h) {
   CU(cudaMemcpy(h->rng, E->rng, 8 * n, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(h->nan_seen, E->nan_seen, 4 * n, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(h->obs, E->obs, 4 * n * E->O, cudaMemcpyDeviceToHost));
+  if (E->cobs != E->obs) CU(cudaMemcpy(h->cobs, E->cobs, 4 * n * E->Oc, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(h->ep_return, E->ep_return, 8 * n, cudaMemcpyDeviceToHost));
   for (int f = 0; f < E->nst; f++)
     CU(cudaMemcpy(h->state[f], E->st[f], 4 * n * E->st_words[f], cudaMemcpyDeviceToHost));
@@ -281,6 +289,8 @@ extern "C" int env_cuda_download(EnvCuda* e, EnvBatch* h) {
 }
 
 extern "C" float* env_cuda_obs(EnvCuda* e) { return e->E.obs; }
+extern "C" float* env_cuda_critic_obs(EnvCuda* e) { return e->E.cobs; }
+extern "C" int env_cuda_state_words(const EnvCuda* e) { return e->E.sw; }
 extern "C" int env_cuda_nworld(const EnvCuda* e) { return e->E.N; }
 
 // as sim_tape_clear: empty tapes, parameter cotangents zeroed
@@ -317,8 +327,8 @@ extern "C" int env_cuda_step_backward(EnvCuda* e, const EnvCudaStepGrad* g) {
 }
 
 extern "C" int env_cuda_pre_state_cotangent(EnvCuda* e, const float* q, const float* v, const float* u,
-                                            const float* obs_cot, float* cq, float* cv) {
-  e->task->pre_cot(e, q, v, u, obs_cot, cq, cv);
+                                            const void* st, const float* obs_cot, float* cq, float* cv, float* cst) {
+  e->task->pre_cot(e, q, v, u, st, obs_cot, cq, cv, cst);
   CU(cudaGetLastError());
   return 0;
 }

@@ -32,6 +32,12 @@ typedef struct {
   float *pre_qpos, *pre_qvel;                // (N, nq), (N, nv) state before the step
   float *post_qpos, *post_qvel, *post_ctrl;  // (N, nq), (N, nv), (N, max(nu, 1)) after it, before an auto-reset
   float* next_obs;                           // (N, obs_dim) observation after the step, before an auto-reset
+  float* next_cobs;                          // (N, critic_obs_dim) the critic's, likewise (the observation
+                                             // itself when the task has no critic observation)
+  // the task state (a block of N sw 4-byte words, sw = the words of all fields a world: field k as (N, count_k)
+  // at N x the words of the fields before it; env_cuda_state_words) before the act and after it (before an
+  // auto-reset)
+  void *pre_state, *post_state;
   float* reward;                             // (N)
   uint8_t *terminated, *truncated;           // (N) as EnvBatch's
 } EnvCudaRecord;
@@ -42,7 +48,11 @@ typedef struct {
   const uint8_t *terminated, *truncated;
   const float* reward_cot;           // (N) dL/dr_t
   const float* value_mask;           // (N) nonzero where the loss has a term in the next observation (NULL: none)
-  const float* next_obs_cot;         // (N, obs_dim) dL/d(next observation) where value_mask != 0
+  const float* next_obs_cot;         // (N, critic_obs_dim) dL/d(next critic observation) where value_mask != 0
+                                     // (through the task's observe_critic VJP, or observe's without one)
+  const void *pre_state, *post_state;  // the step's task state blocks as recorded (NULL without task state)
+  float* cot_state;  // (state block) in: the cotangent of the grad fields' state after the act from later steps
+                     // (zeroed here where the world ended at t); out: that of the state before the act
   const float *cot_qpos, *cot_qvel;  // (N, nv) cotangent of the post-step state from later steps (read where
                                      // the world did not end at t; the engine's tangent space: nv)
   float* act_cot;                    // (N, act_dim) out: dL/da_t (zero where non-finite)
@@ -68,8 +78,14 @@ int env_cuda_step(EnvCuda* e, const float* act, const EnvCudaRecord* rec, int re
 int env_cuda_step_backward(EnvCuda* e, const EnvCudaStepGrad* g);
 // cot_q/cot_v (N, nv) = the pre-state cotangent left by env_cuda_step_backward + the observe VJP of obs_cot
 // (N, obs_dim) at the state (qpos, qvel, ctrl) (obs_cot NULL: the engine cotangent only).
+// With task state: the observe VJP runs at the state block `state` and adds into cot_state (NULL: none).
 int env_cuda_pre_state_cotangent(EnvCuda* e, const float* qpos, const float* qvel, const float* ctrl,
-                                 const float* obs_cot, float* cot_q, float* cot_v);
+                                 const void* state, const float* obs_cot, float* cot_q, float* cot_v,
+                                 float* cot_state);
+// The words of one world's task state (all fields; 0 without task state): a state block holds N of them.
+int env_cuda_state_words(const EnvCuda* e);
+float* env_cuda_critic_obs(EnvCuda* e);  // (N, critic_obs_dim) device: the critic's observation now (env_cuda_obs
+                                         // itself without a critic observation)
 // Sum over worlds of the engine's adj_nconstraint counters into *out_dev (device int64), stream-ordered.
 int env_cuda_constraint_evals(EnvCuda* e, long long* out_dev);
 

@@ -24,10 +24,12 @@ typedef struct {
 // device state and scratch of the batch (pointers into device memory), passed by value to kernels
 typedef struct {
   int N, O, A, nub, fs, needs_kin, episode_steps;
+  int Oc;             // the critic's observation size (O without a critic observation)
   int* t;             // (N)
   uint64_t* rng;      // (N)
   int* nan_seen;      // (N)
   float* obs;         // (N, O)
+  float* cobs;        // (N, Oc) the critic's observation (obs itself without one)
   double* ep_return;  // (N)
   EnvCudaStats* stats;
   float* rew;           // (N) reward of the last step
@@ -41,10 +43,17 @@ typedef struct {
   const void* data;
   void* st[ENV_MAX_STATE];  // field k: (N, st_words[k]) 4-byte words as EnvBatch.state
   int nst, st_words[ENV_MAX_STATE];
+  int st_off[ENV_MAX_STATE], st_grad[ENV_MAX_STATE], sw, ngrad;  // a state block's layout (env_cuda.h), grad fields
 } EnvDev;
 
 // the task context of world w inside a kernel (E: the kernel's own copy)
 #define ENV_CUDA_CTX(E, w) {(E).param, (E).data, (E).st, NULL, (w)}
+// field pointers into a state block (env_cuda.h) of E's layout; grad: the grad fields only (others NULL)
+static __device__ __forceinline__ void env_cuda_block_fields(const EnvDev& E, const void* block, int grad,
+                                                             void** f) {
+  for (int k = 0; k < E.nst; k++)
+    f[k] = grad && !E.st_grad[k] ? NULL : (void*)((int*)block + (size_t)E.N * E.st_off[k]);
+}
 
 struct EnvCuda;
 // one task's launchers (defined in its generated kernel files)
@@ -52,8 +61,8 @@ typedef struct EnvCudaTask {
   const char* name;
   void (*step)(struct EnvCuda* e, const float* act, const EnvCudaRecord* rec, int record);
   void (*backward)(struct EnvCuda* e, const EnvCudaStepGrad* g);
-  void (*pre_cot)(struct EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot, float* cq,
-                  float* cv);
+  void (*pre_cot)(struct EnvCuda* e, const float* q, const float* v, const float* u, const void* st,
+                  const float* obs_cot, float* cq, float* cv, float* cst);
 } EnvCudaTask;
 
 struct EnvCuda {

@@ -6,8 +6,11 @@
 //
 // k_env_step (one warp per world): act -> control step (recorded on the tape when asked) -> kinematics if the
 // task needs it -> non-finite check -> reward -> termination -> time limit -> observation -> auto-reset, as
-// env_step (env.c) does per world. k_env_backward (one warp per world): reward and next-observation VJPs at the
-// post-step state, the engine's control-step backward, the act VJP at the pre-step state, non-finite check.
+// env_step (env.c) does per world; the task state before and after the act and the critic observation (when the
+// task has one: EnvCritic, env.h) are recorded when asked. k_env_backward (one warp per world): reward and
+// next-(critic-)observation VJPs at the post-step state and the state after the act, the engine's control-step
+// backward, the act VJP at the pre-step state and the state before the act, the non-finite check
+// (env_cot_check); the task state's cotangent is carried in place as SHAC's CPU loop carries it (shac.c).
 // k_env_pre_cot (one thread per world): the observe VJP at a stored state added to the engine's cotangent.
 #ifndef ADJ_ENVS_ENV_CUDA_TASK_CUH
 #define ADJ_ENVS_ENV_CUDA_TASK_CUH
@@ -20,6 +23,32 @@
 #include "envs/env_cuda_impl.h"
 
 #define ENV_FULL_MASK 0xffffffffu
+
+// world w's task state (E's fields) into a state block (env_cuda.h), lanes striding
+static __device__ __forceinline__ void env_cuda_record_state(const EnvDev& E, int w, void* block, int lane) {
+  for (int k = 0; k < E.nst; k++) {
+    const int n = E.st_words[k];
+    int* dst = (int*)block + (size_t)E.N * E.st_off[k] + (size_t)w * n;
+    const int* src = (const int*)E.st[k] + (size_t)w * n;
+    for (int i = lane; i < n; i += 32) dst[i] = src[i];
+  }
+}
+
+// a world's observation (and critic observation) not finite: zeroed (it is stored and normalized), returns 1 on
+// every lane of the warp
+template <class T>
+__device__ int env_cuda_nonfinite_obs(const EnvDev& E, float* o, float* oc, int lane) {
+  int nf = 0;
+  for (int i = lane; i < E.O; i += 32) nf |= !isfinite(o[i]);
+  if (T::Critic::on)
+    for (int i = lane; i < E.Oc; i += 32) nf |= !isfinite(oc[i]);
+  if (!__any_sync(ENV_FULL_MASK, nf)) return 0;
+  for (int i = lane; i < E.O; i += 32) o[i] = 0;
+  if (T::Critic::on)
+    for (int i = lane; i < E.Oc; i += 32) oc[i] = 0;
+  __syncwarp();
+  return 1;
+}
 
 template <class T>
 __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const float* act, EnvCudaRecord rec,
@@ -35,6 +64,8 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
     for (int i = lane; i < nq; i += 32) rec.pre_qpos[(size_t)w * nq + i] = wd.qpos[i];
   if (rec.pre_qvel)
     for (int i = lane; i < nv; i += 32) rec.pre_qvel[(size_t)w * nv + i] = wd.qvel[i];
+  if (rec.pre_state) env_cuda_record_state(E, w, rec.pre_state, lane);
+  __syncwarp();
   T::act(m, &wd, &c, a, lane, 32);
   sim_control_step_world(m, &wd, E.fs, record, lane, 32);
   if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
@@ -54,6 +85,13 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   r = __shfl_sync(ENV_FULL_MASK, r, 0);
   term = __shfl_sync(ENV_FULL_MASK, term, 0);
   bad = __shfl_sync(ENV_FULL_MASK, bad, 0);
+  float* o = E.obs + (size_t)w * O;
+  float* oc = E.cobs + (size_t)w * E.Oc;
+  T::observe(m, &wd, &c, o, lane, 32);
+  if (T::Critic::on) T::Critic::observe(m, &wd, &c, oc, lane, 32);
+  __syncwarp();
+  if (!bad && env_cuda_nonfinite_obs<T>(E, o, oc, lane)) r = 0, bad = 1, term = 1;  // ... and so does a
+                                                                                  // non-finite observation
   int trunc = !term && tt >= E.episode_steps;
   double ret = ret0 + (double)r;
   if (lane == 0) {
@@ -67,10 +105,11 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
     if (rec.terminated) rec.terminated[w] = (uint8_t)term;
     if (rec.truncated) rec.truncated[w] = (uint8_t)trunc;
   }
-  float* o = E.obs + (size_t)w * O;
-  T::observe(m, &wd, &c, o, lane, 32);
   if (rec.next_obs)
     for (int i = lane; i < O; i += 32) rec.next_obs[(size_t)w * O + i] = o[i];
+  if (rec.next_cobs)
+    for (int i = lane; i < E.Oc; i += 32) rec.next_cobs[(size_t)w * E.Oc + i] = oc[i];
+  if (rec.post_state) env_cuda_record_state(E, w, rec.post_state, lane);
   if (rec.post_qpos)
     for (int i = lane; i < nq; i += 32) rec.post_qpos[(size_t)w * nq + i] = wd.qpos[i];
   if (rec.post_qvel)
@@ -88,6 +127,9 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
     if (lane == 0) E.t[w] = 0, E.ep_return[w] = 0;
     if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
     T::observe(m, &wd, &c, o, lane, 32);
+    if (T::Critic::on) T::Critic::observe(m, &wd, &c, oc, lane, 32);
+    __syncwarp();
+    if (env_cuda_nonfinite_obs<T>(E, o, oc, lane) && lane == 0) E.bad[w] += 1;  // counted, as env.c does
   }
 }
 
@@ -99,7 +141,12 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
   sim_world(m, d, w, &wd);
   const int nq = m->nq, nv = m->nv, nu = m->nu, nub = E.nub, A = E.A, O = E.O;
   const int done = g.terminated[w] | g.truncated[w];
-  const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
+  // the task state after the act (reward, next observation) and before it (act), the carried cotangent
+  void *sp[ENV_MAX_STATE], *s0[ENV_MAX_STATE], *dsp[ENV_MAX_STATE];
+  if (E.nst) env_cuda_block_fields(E, g.post_state, 0, sp), env_cuda_block_fields(E, g.pre_state, 0, s0);
+  if (E.ngrad) env_cuda_block_fields(E, g.cot_state, 1, dsp);
+  void* const* ds = E.ngrad ? dsp : NULL;
+  EnvTaskCtx c = {E.param, E.data, sp, ds, w};
   // cotangent of the post-step state: the future (unless the world ended here) ...
   for (int i = lane; i < nv; i += 32) {
     wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
@@ -111,13 +158,19 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
   if (lane == 0) {
     sim_real *q0 = wd.qpos, *v0 = wd.qvel, *u0 = wd.ctrl;
     for (int k = 0; k < nub; k++) du[k] = 0;
+    for (int f = 0; done && ds && f < E.nst; f++)  // the carried state cotangent is cut where the world ended
+      for (int i = 0; ds[f] && i < E.st_words[f]; i++) ((float*)ds[f])[(size_t)w * E.st_words[f] + i] = 0;
     // ... + the reward and the next observation's value, at the post-step state (lane 0's own view)
     wd.qpos = (sim_real*)g.post_qpos + (size_t)w * nq;
     wd.qvel = (sim_real*)g.post_qvel + (size_t)w * nv;
     wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
     T::reward_vjp(m, &wd, &c, a, g.reward_cot[w], wd.adj_qpos, wd.adj_qvel, du);
-    if (g.value_mask && g.value_mask[w] != 0)
-      T::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
+    if (g.value_mask && g.value_mask[w] != 0) {
+      if (T::Critic::on)
+        T::Critic::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * E.Oc, wd.adj_qpos, wd.adj_qvel);
+      else
+        T::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
+    }
     wd.qpos = q0, wd.qvel = v0, wd.ctrl = u0;
   }
   __syncwarp();
@@ -132,25 +185,18 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
     wd.qpos = (sim_real*)g.pre_qpos + (size_t)w * nq;
     wd.qvel = (sim_real*)g.pre_qvel + (size_t)w * nv;
     wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
+    c.s = s0;
     T::act_vjp(m, &wd, &c, a, du, da);
     sim_world(m, d, w, &wd);
-    int fin = 1;
-    for (int j = 0; j < A; j++) fin &= fabsf(da[j]) <= FLT_MAX;
-    for (int k = 0; k < nv; k++) fin &= fabsf(wd.adj_qpos[k]) <= FLT_MAX && fabsf(wd.adj_qvel[k]) <= FLT_MAX;
-    if (!fin) {
-      for (int j = 0; j < A; j++) da[j] = 0;
-      for (int k = 0; k < nv; k++) wd.adj_qpos[k] = 0, wd.adj_qvel[k] = 0;
-    }
-    double n2 = 0;
-    for (int j = 0; j < A; j++) n2 += (double)da[j] * da[j];
-    g.act_cot_norm[w] = (float)sqrt(n2);
-    g.nonfinite[w] = (uint8_t)!fin;
+    g.nonfinite[w] = (uint8_t)env_cot_check(da, A, wd.adj_qpos, wd.adj_qvel, nv, ds, E.st_words, E.nst, w,
+                                            &g.act_cot_norm[w]);
   }
 }
 
 template <class T>
 __global__ void k_env_pre_cot(const SimModel* m, const SimData* d, EnvDev E, const float* q, const float* v,
-                              const float* u, const float* obs_cot, float* cq, float* cv) {
+                              const float* u, const void* st, const float* obs_cot, float* cq, float* cv,
+                              float* cst) {
   int w = blockIdx.x * blockDim.x + threadIdx.x;
   if (w >= E.N) return;
   SimWorld wd;
@@ -161,7 +207,10 @@ __global__ void k_env_pre_cot(const SimModel* m, const SimData* d, EnvDev E, con
   wd.qpos = (sim_real*)q + (size_t)w * nq;
   wd.qvel = (sim_real*)v + (size_t)w * nv;
   wd.ctrl = (sim_real*)u + (size_t)w * E.nub;
-  const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
+  void *sp[ENV_MAX_STATE], *dsp[ENV_MAX_STATE];
+  if (E.nst) env_cuda_block_fields(E, st, 0, sp);
+  if (E.ngrad && cst) env_cuda_block_fields(E, cst, 1, dsp);
+  const EnvTaskCtx c = {E.param, E.data, sp, E.ngrad && cst ? dsp : NULL, w};
   T::observe_vjp(m, &wd, &c, obs_cot + (size_t)w * E.O, cq + (size_t)w * nv, cv + (size_t)w * nv);
 }
 
@@ -169,7 +218,9 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
 
 // the traits struct EnvT_<task> over the task file's functions
 #define ENV_CUDA_TRAITS(task)                                                                                         \
+  struct EnvCriticTag_##task;                                                                                         \
   struct EnvT_##task {                                                                                                \
+    typedef EnvCritic<EnvCriticTag_##task> Critic; /* the task's critic observation, or the empty template */        \
     static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* r,    \
                                                  int l, int n) {                                                      \
       task##_reset(m, d, c, r, l, n);                                                                                 \
@@ -222,10 +273,10 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
   void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g) {                                          \
     k_env_backward<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, *g);         \
   }                                                                                                              \
-  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const float* obs_cot, \
-                               float* cq, float* cv) {                                                           \
+  void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const void* st,      \
+                               const float* obs_cot, float* cq, float* cv, float* cst) {                         \
     k_env_pre_cot<EnvT_##task>                                                                                   \
-        <<<(unsigned)((e->E.N + 127) / 128), 128>>>(e->dm, e->dd, e->E, q, v, u, obs_cot, cq, cv);               \
+        <<<(unsigned)((e->E.N + 127) / 128), 128>>>(e->dm, e->dd, e->E, q, v, u, st, obs_cot, cq, cv, cst);      \
   }
 
 #endif

@@ -5,7 +5,9 @@
 //   - stop at iteration 2 + `--resume` to 4 gives the same checkpoint datasets as an uninterrupted run to 4;
 //   - the checkpoint has the CPU path's dataset names, dtypes and shapes (a CPU run of the same config differs
 //     in values only) and metrics.csv the same columns;
-//   - `adjoint eval` (on the CPU) and `adjoint export` read the CUDA run's checkpoint.
+//   - `adjoint eval` (on the CPU) and `adjoint export` read the CUDA run's checkpoint;
+//   - the same for quad_stand's SHAC preset and PPO on quad_stand: per-world task state and a critic
+//     observation (env/task/*, env/critic_obs, the critic's normalizer */critic_obs_norm/*).
 // Skips (77) without a device. Usage: algo_cuda_determinism PATH/TO/adjoint
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -112,6 +114,10 @@ int main(int argc, char** argv) {
   run_preset(adj, dir, "configs/cartpole_shac.yaml", kShacArgs, "s");
   run_preset(adj, dir, "configs/cartpole_nablamimic.yaml", kShacArgs, "n");
   run_preset(adj, dir, "configs/cartpole_ppo.yaml", kPpoArgs, "p");
+  run_preset(adj, dir, "configs/quad_stand_shac.yaml", kShacArgs, "q");
+  char qppo[1024];
+  snprintf(qppo, sizeof(qppo), "env.task=quad_stand %s", kPpoArgs);
+  run_preset(adj, dir, "configs/cartpole_ppo.yaml", qppo, "qp");
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
   if (system(cmd)) return 1;
   return test_report("algo_cuda_determinism");

@@ -28,6 +28,9 @@
 // alone is well-conditioned: after three iterations, or more while two CPU twins of the state, one perturbed as
 // above, differ by 1e-4 or more (BPTT and action gradients); there the CUDA run must agree to 1e-3 (a clip limit
 // 1% off moves the ∇Mimic action gradients by 1.2e-2). Printed: the CPU-alone figure of each state tried.
+// Last, the SHAC preset of quad_stand (free base, contacts): its per-world task state (recorded state blocks, the
+// state's cotangent carried through env_cuda_step_backward / env_cuda_pre_state_cotangent) and its critic
+// observation (the critic's own normalizer, the bootstrap through observe_critic_vjp) against shac.c's loops.
 // Skips (77) without a device.
 #define _GNU_SOURCE
 #include <math.h>
@@ -135,6 +138,9 @@ static void copy_host(const AlgoOps* so, void* sp, EnvBatch* se, const AlgoOps* 
   memcpy(de->rng, se->rng, sizeof(uint64_t) * N);
   memcpy(de->nan_seen, se->nan_seen, sizeof(int32_t) * N);
   memcpy(de->ep_return, se->ep_return, sizeof(double) * N);
+  if (se->cobs != se->obs) memcpy(de->cobs, se->cobs, sizeof(float) * N * se->critic_obs_dim);
+  for (int k = 0; k < se->task->info.nstate; k++)
+    memcpy(de->state[k], se->state[k], N * env_state_row_bytes(se->task, k));
 }
 
 // the CPU run's state into the CUDA run's host mirror, then up
@@ -246,5 +252,6 @@ int main(void) {
   check("configs/cartpole_nablamimic.yaml", NULL, "nablamimic");
   check("configs/cartpole_nablamimic.yaml", "shac.noise_correlation=0.9", "nablamimic, rho 0.9");
   check("configs/cartpole_nablamimic.yaml", "nablamimic.zeroth_order_weight=0.5", "nablamimic, beta 0.5");
+  check("configs/quad_stand_shac.yaml", NULL, "quad_stand (task state, critic obs)");
   return test_report("algo_cuda_grad");
 }

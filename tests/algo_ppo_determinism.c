@@ -4,7 +4,9 @@
 //   - stop at iteration 2 + `--resume` to 4 gives the same checkpoint datasets as an uninterrupted run to 4,
 //     and metrics.csv ends with 4 rows;
 //   - another seed gives different parameters;
-//   - `adjoint eval` works on the run; a corrupted checkpoint and a changed config.yaml are refused (exit 2).
+//   - `adjoint eval` works on the run; a corrupted checkpoint and a changed config.yaml are refused (exit 2);
+//   - quad_stand (per-world task state, a critic observation): resume to 4 equals the uninterrupted run, and
+//     the critic's own normalizer (ppo/critic_obs_norm/*) is in the checkpoint.
 // Usage: algo_ppo_determinism PATH/TO/adjoint
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -102,6 +104,27 @@ int main(int argc, char** argv) {
   TEST_CHECK(system(cmd) == 0, "sed");
   rc = cli_run(out, sizeof(out), "%s train --resume %s/b --max-iterations 6 --quiet", adj, dir);
   TEST_CHECK(rc == 2 && strstr(out, "config hash"), "resume with a changed config: exit %d\n%s", rc, out);
+
+  // quad_stand: task state and a critic observation
+  const char* q = "env.task=quad_stand env.num_envs=8 algo.horizon=16 env.episode_steps=40 ppo.minibatches=2 "
+                  "policy.actor_hidden=[32,32] policy.critic_hidden=[32,32] run.checkpoint_every=2 --quiet";
+  rc = cli_run(out, sizeof(out), "%s train configs/cartpole_ppo.yaml %s --seed 7 --max-iterations 4 --run-dir %s/qa",
+               adj, q, dir);
+  TEST_CHECK(rc == 0, "quad_stand run: exit %d\n%s", rc, out);
+  rc = cli_run(out, sizeof(out), "%s train configs/cartpole_ppo.yaml %s --seed 7 --max-iterations 2 --run-dir %s/qc",
+               adj, q, dir);
+  TEST_CHECK(rc == 0, "quad_stand run c: exit %d\n%s", rc, out);
+  rc = cli_run(out, sizeof(out), "%s train --resume %s/qc --max-iterations 4 --quiet", adj, dir);
+  TEST_CHECK(rc == 0, "quad_stand resume: exit %d\n%s", rc, out);
+  snprintf(p1, sizeof(p1), "%s/qa/ckpt_000004.h5", dir);
+  snprintf(p2, sizeof(p2), "%s/qc/ckpt_000004.h5", dir);
+  same(p1, p2, "quad_stand resume");
+  snprintf(p2, sizeof(p2), "%s/qa/ckpt_000002.h5", dir);
+  int dq = ckpt_compare(p1, p2, report, sizeof(report));
+  TEST_CHECK(dq > 0 && strstr(report, "ppo/critic_obs_norm/mean") && strstr(report, "env/critic_obs") &&
+                 strstr(report, "env/task/prev_action"),
+             "quad_stand: iterations 2 and 4 differ in %d datasets, without the critic's normalizer, the critic "
+             "observation or the task state:\n%s", dq, report);
 
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
   if (system(cmd)) return 1;

@@ -1,6 +1,7 @@
 // algo_ppo_grad: PPO's minibatch loss gradient (clipped surrogate, clipped value loss, entropy; through the
 // actor, critic and log-std) against central finite differences, on synthetic rollout data with ratios on both
-// sides of the clip.
+// sides of the clip. Run twice: the critic on the actor's observation, and on a critic observation of its own
+// (a task with EnvTaskInfo.critic: the critic's minibatch comes from the recorded critic observations).
 #include "algo/ppo.c"
 
 #include <stdio.h>
@@ -13,7 +14,7 @@ void env_step(EnvBatch* e, const sim_real* act) {}
 
 static double loss_at(Ppo* s, const int* idx, int mb) { return ppo_minibatch(s, idx, mb).loss; }
 
-int main(void) {
+static void run(int priv) {
   Cfg c;
   char err[512];
   cfg_defaults(&c, err, sizeof(err));
@@ -23,18 +24,22 @@ int main(void) {
   c.ppo_entropy_coef = 0.01, c.ppo_value_coef = 0.7;
   EnvBatch env;
   memset(&env, 0, sizeof(env));
-  env.nworld = 4, env.obs_dim = 5, env.act_dim = 2;
+  EnvTask tk;
+  memset(&tk, 0, sizeof(tk));
+  static const EnvTaskCritic critic = {NULL, NULL};  // only its presence matters to PPO
+  if (priv) tk.info.critic = &critic, tk.info.critic_obs_dim = 7;
+  env.task = &tk;
+  env.nworld = 4, env.obs_dim = 5, env.act_dim = 2, env.critic_obs_dim = priv ? 7 : 5;
   void* p;
-  if (ppo_create(&p, &c, &env, err, sizeof(err))) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
+  TEST_CHECK(ppo_create(&p, &c, &env, err, sizeof(err)) == 0, "%s", err);
   Ppo* s = (Ppo*)p;
+  TEST_CHECK(s->priv == priv && s->Oc == env.critic_obs_dim && (!priv || s->cnorm != s->norm), "critic observation");
   uint64_t rng = 77;
   int TN = 32, mb = 16;
   for (int j = 0; j < s->A; j++) s->log_std[j] = s->log_std_old[j] = (float)(-0.3 + 0.2 * j);
   float* ap = nn_mlp_params(s->actor);
   for (int i = 0; i < TN * s->O; i++) s->obs[i] = (float)(2 * env_rng_uniform(&rng) - 1);
+  for (int i = 0; priv && i < TN * s->Oc; i++) s->cobs[i] = (float)(2 * env_rng_uniform(&rng) - 1);
   nn_mlp_infer(s->actor, ap, s->obs, TN, s->mu);
   for (int i = 0; i < TN; i++) {
     for (int j = 0; j < s->A; j++) s->act[i * s->A + j] = s->mu[i * s->A + j] + (float)(0.8 * env_rng_normal(&rng));
@@ -87,9 +92,15 @@ int main(void) {
       checked++;
     }
   }
-  printf("%d parameters checked, worst relative error %.3g\n", checked, worst);
+  printf("%s: %d parameters checked, worst relative error %.3g\n", priv ? "critic observation" : "shared observation",
+         checked, worst);
   free(ga);
   free(gc);
   ppo_destroy(p);
+}
+
+int main(void) {
+  run(0);
+  run(1);
   return test_report("algo_ppo_grad");
 }

@@ -3,7 +3,9 @@
 //   - two runs with one seed in different directories give identical checkpoint datasets;
 //   - stop at iteration 2 + `--resume` to 4 gives the same checkpoint datasets as an uninterrupted run to 4;
 //   - another seed gives a different actor; `adjoint eval` works (EMA policy for
-//     the ∇Mimic preset, whose checkpoint holds shac/ema).
+//     the ∇Mimic preset, whose checkpoint holds shac/ema);
+//   - the same on quad_stand, a task with per-world state (env/task/*) and a critic observation (env/critic_obs,
+//     the critic's normalizer shac/critic_obs_norm/*): its checkpoints carry them and resume bit-identically.
 // Usage: algo_shac_determinism PATH/TO/adjoint
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -28,7 +30,7 @@ static int same(const char* a, const char* b, const char* label) {
   return d;
 }
 
-static void run_preset(const char* adj, const char* dir, const char* cfg, const char* tag, int ema) {
+static void run_preset(const char* adj, const char* dir, const char* cfg, const char* tag, int ema, int task_fields) {
   char p1[700], p2[700];
   int rc;
   for (int k = 0; k < 2; k++) {
@@ -57,6 +59,10 @@ static void run_preset(const char* adj, const char* dir, const char* cfg, const 
   int d = ckpt_compare(p1, p2, report, sizeof(report));
   TEST_CHECK(d > 0 && strstr(report, "shac/actor"), "%s: another seed gives the same actor: %d\n%s", tag, d, report);
   TEST_CHECK(!ema || strstr(report, "shac/ema"), "%s: no shac/ema dataset\n%s", tag, report);
+  TEST_CHECK(!task_fields || (strstr(report, "env/task/last_action") && strstr(report, "env/critic_obs") &&
+                              strstr(report, "shac/critic_obs_norm/mean")),
+             "%s: task state, critic observation or its normalizer missing from the datasets that differ\n%s", tag,
+             report);
   rc = cli_run(out, sizeof(out), "%s eval %s/%sa --episodes 3", adj, dir, tag);
   TEST_CHECK(rc == 0 && strstr(out, "episodes 3") && strstr(out, "return"), "%s eval: exit %d\n%s", tag, rc, out);
   printf("  %s: %s", tag, out);
@@ -70,8 +76,9 @@ int main(int argc, char** argv) {
   const char* adj = argv[1];
   char dir[] = "/tmp/algo_shac_det_XXXXXX";
   if (!mkdtemp(dir)) return 1;
-  run_preset(adj, dir, "configs/cartpole_shac.yaml", "s", 0);
-  run_preset(adj, dir, "configs/cartpole_nablamimic.yaml", "n", 1);
+  run_preset(adj, dir, "configs/cartpole_shac.yaml", "s", 0, 0);
+  run_preset(adj, dir, "configs/cartpole_nablamimic.yaml", "n", 1, 0);
+  run_preset(adj, dir, "configs/quad_stand_shac.yaml", "q", 0, 1);
   char cmd[2048];
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
   if (system(cmd)) return 1;

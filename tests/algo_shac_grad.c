@@ -9,49 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "algo/shac.c"
+#include "tests/shac_grad_fd.h"
 #include "tests/test.h"
-
-double algo_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-typedef struct {
-  float *qpos, *qvel, *ctrl, *warm, *time, *obs;
-  int32_t *t, *nan_seen;
-  uint64_t *rng, *act_rng;
-} Snap;
-
-static void snap(Snap* z, EnvBatch* e, Shac* s, int save) {
-  const SimModel* m = e->m;
-  SimData* d = e->d;
-  size_t N = (size_t)e->nworld;
-#define S(field, src, n)                                  \
-  if (save) {                                             \
-    z->field = malloc(sizeof(*z->field) * (n));           \
-    memcpy(z->field, src, sizeof(*z->field) * (n));       \
-  } else                                                  \
-    memcpy(src, z->field, sizeof(*z->field) * (n));
-  S(qpos, d->qpos, N * m->nq) S(qvel, d->qvel, N * m->nv) S(ctrl, d->ctrl, N * m->nu)
-  S(warm, d->qacc_warmstart, N * m->nv) S(time, d->time, N) S(obs, e->obs, N * e->obs_dim)
-  S(t, e->t, N) S(nan_seen, e->nan_seen, N) S(rng, e->rng, N) S(act_rng, s->act_rng, N)
-#undef S
-}
-
-static double loss_at(Shac* s, EnvBatch* e, Snap* z, const float* p0, const double* u, double eps, float* g) {
-  float* p = nn_mlp_params(s->actor);
-  for (int64_t i = 0; i < s->na; i++) p[i] = (float)((double)p0[i] + eps * u[i]);
-  snap(z, e, s, 0);
-  double metrics[M_COUNT];
-  AlgoTimes tm = {0, 0, 0};
-  double L = shac_rollout_grad(s, e, metrics, &tm);
-  if (g) memcpy(g, s->gsum, sizeof(float) * (size_t)s->na);
-  return L;
-}
 
 static void check(int episode_steps, const char* label) {
   Cfg c;

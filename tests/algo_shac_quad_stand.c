@@ -1,7 +1,9 @@
 // algo_shac_quad_stand: SHAC trains the free-base task (envs/quad_stand.c: a free joint, nq != nv, contacts)
 // through the CLI: configs/quad_stand_shac.yaml, 30 iterations of 16 worlds x 16 steps, episodes starting at
-// step 0. The mean return of iterations 26-30 must exceed that of iterations 1-5 by at least 15 (measured on
-// the CPU at seed 1: about -10 -> +22), with no non-finite gradient. Built twice: for the CPU, and with
+// step 0; the task as it stands: per-world state (the last two actions, an action-rate penalty, the last action
+// observed) and a critic observation (the critic and its own normalizer read it). The mean return of iterations
+// 26-30 must exceed that of iterations 1-5 by at least 15 (measured on the CPU at seed 1: about -0.5 -> +31),
+// with no non-finite gradient. Built twice: for the CPU, and with
 // ALGO_QS_CUDA for `--device cuda` (label gpu; skips with 77 without a device).
 // Usage: algo_shac_quad_stand PATH/TO/adjoint
 #define _GNU_SOURCE
