@@ -1,0 +1,36 @@
+#!/bin/bash
+# g1_tracking_train.sh ADJOINT: the G1 tracking task through the trainer on the CPU, small (8 worlds, one clip,
+# an 8-step horizon, 2 iterations) with the ∇Mimic and the PPO presets: each run exits 0, its gradients stay
+# finite and nonzero through the foot contacts (SHAC: nonfinite_grads 0, action-gradient median > 0,
+# constraint evaluations > 0), and `adjoint eval` reads its checkpoint. Skipped (77) without the clips or the G1.
+set -u
+A=$1
+ok=
+for d in "${ADJOINT_ASSETS:-}" assets ../shared/assets; do
+  if [ -n "$d" ] && [ -f "$d/lafan1_g1/walk1_subject1.csv.gz" ] && [ -f "$d/g1/scene_flat.xml" ]; then ok=1; break; fi
+done
+if [ -z "$ok" ]; then
+  echo "g1_tracking_train: LAFAN1 clips or G1 model not on the asset path: skipped"
+  exit 77
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+source "$(dirname "$0")/expect.sh"
+P="env.params=residual=1, motion=lafan1_g1/walk1_subject1.csv.gz"
+# the value of column NAME in row ROW (1 = the first iteration) of a metrics.csv
+col() { awk -F, -v name="$2" -v row="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i } NR == row + 1 { print $c }' "$1"; }
+expect 0 "iteration 2/2" "$A" train configs/g1_tracking_nablamimic.yaml --device cpu --num-envs 8 --max-iterations 2 \
+  --run-dir "$T/nm" run.eval_episodes=0 algo.horizon=8 "$P"
+for r in 1 2; do
+  check "nablamimic iteration $r: no non-finite gradient" test "$(col "$T/nm/metrics.csv" nonfinite_grads $r)" = 0
+  check "nablamimic iteration $r: action gradients nonzero" \
+    awk "BEGIN { exit !($(col "$T/nm/metrics.csv" action_grad_median $r) > 0) }"
+  check "nablamimic iteration $r: evaluations with constraint rows" \
+    awk "BEGIN { exit !($(col "$T/nm/metrics.csv" constraint_evals $r) > 0) }"
+done
+expect 0 "episodes 2 " "$A" eval "$T/nm" --episodes 2
+expect 0 "iteration 2/2" "$A" train configs/g1_tracking_ppo.yaml --device cpu --num-envs 8 --max-iterations 2 \
+  --run-dir "$T/ppo" run.eval_episodes=0 algo.horizon=8 "$P"
+expect 0 "episodes 2 " "$A" eval "$T/ppo" --episodes 2
+echo "g1_tracking_train: $((n - fails)) of $n checks passed"
+[ "$fails" = 0 ]
