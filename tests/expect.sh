@@ -25,3 +25,15 @@ check() {  # check DESCRIPTION TEST...
     fails=$((fails + 1))
   fi
 }
+# asset_dir FILE...: the first directory of the asset search path ($ADJOINT_ASSETS, ./assets, ../shared/assets)
+# holding every FILE, printed; nothing (status 1) when none does
+asset_dir() {
+  local d f
+  for d in "${ADJOINT_ASSETS:-}" assets ../shared/assets; do
+    [ -n "$d" ] || continue
+    for f in "$@"; do [ -f "$d/$f" ] || continue 2; done
+    echo "$d"
+    return 0
+  done
+  return 1
+}

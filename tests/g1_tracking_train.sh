@@ -5,17 +5,13 @@
 # constraint evaluations > 0), and `adjoint eval` reads its checkpoint. Skipped (77) without the clips or the G1.
 set -u
 A=$1
-ok=
-for d in "${ADJOINT_ASSETS:-}" assets ../shared/assets; do
-  if [ -n "$d" ] && [ -f "$d/lafan1_g1/walk1_subject1.csv.gz" ] && [ -f "$d/g1/scene_flat.xml" ]; then ok=1; break; fi
-done
-if [ -z "$ok" ]; then
+source "$(dirname "$0")/expect.sh"
+if ! asset_dir lafan1_g1/walk1_subject1.csv.gz g1/scene_flat.xml >/dev/null; then
   echo "g1_tracking_train: LAFAN1 clips or G1 model not on the asset path: skipped"
   exit 77
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-source "$(dirname "$0")/expect.sh"
 P="env.params=residual=1, motion=lafan1_g1/walk1_subject1.csv.gz"
 # the value of column NAME in row ROW (1 = the first iteration) of a metrics.csv
 col() { awk -F, -v name="$2" -v row="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i } NR == row + 1 { print $c }' "$1"; }

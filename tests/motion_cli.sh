@@ -5,20 +5,13 @@
 # failed build; damaged or foreign files given to info exit 2 naming the file.
 set -u
 A=$1
-SRC=
-for d in "${ADJOINT_ASSETS:-}" assets ../shared/assets; do
-  if [ -n "$d" ] && [ -f "$d/lafan1_g1/walk4_subject1.csv.gz" ] && [ -f "$d/g1/scene_flat.xml" ]; then
-    SRC=$d
-    break
-  fi
-done
-if [ -z "$SRC" ]; then
+source "$(dirname "$0")/expect.sh"
+if ! SRC=$(asset_dir lafan1_g1/walk4_subject1.csv.gz lafan1_g1/fallAndGetUp3_subject1.csv.gz g1/scene_flat.xml); then
   echo "motion_cli: LAFAN1 clips or G1 model not on the asset path: skipped"
   exit 77
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-. "$(dirname "$0")/expect.sh"
 
 # two clips of 40 and 31 frames (30 fps: 1.3 s -> 66 frames, 1.0 s -> 51 frames at 50 Hz)
 mkdir "$T/good"
