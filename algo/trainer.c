@@ -566,21 +566,30 @@ typedef struct {
   void* algo;
 } EvalPolicy;
 
+int trainer_policy_load(const char* checkpoint, const Cfg* cfg, EnvBatch* env, const AlgoOps** ops, void** algo,
+                        char* err, size_t errlen) {
+  Cfg c = *cfg;
+  int made = !*algo;
+  if (made) {
+    if (!(*ops = algo_find(c.algo_name, err, errlen))) return TRAIN_EUSER;
+    c.env_num_envs = env->nworld;
+    c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
+    if ((*ops)->create(algo, &c, env, err, errlen)) return *algo = NULL, TRAIN_EUSER;
+  }
+  CkTensor t[MAX_TENSORS];
+  int nt = (*ops)->state(*algo, t, MAX_TENSORS, 1);
+  if (nt >= 0 && !ckpt_read_valid(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
+  if (nt < 0) snprintf(err, errlen, "%s: too many arrays", checkpoint);
+  if (made) (*ops)->destroy(*algo), *algo = NULL;
+  return TRAIN_EUSER;
+}
+
 static int eval_policy_open(EvalPolicy* p, const char* checkpoint, const Cfg* cfg, int n, uint64_t seed, char* err,
                             size_t errlen) {
-  memset(p, 0, sizeof(*p));
-  Cfg c = *cfg;
-  if (!(p->ops = algo_find(c.algo_name, err, errlen))) return TRAIN_EUSER;
-  c.env_num_envs = n;
-  c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
-  if (env_create_params(&p->env, c.env_task, c.env_params, n, (int)c.env_episode_steps, seed, err, errlen))
+  memset(p, 0, sizeof(*p));  // p->algo NULL: trainer_policy_load creates it
+  if (env_create_params(&p->env, cfg->env_task, cfg->env_params, n, (int)cfg->env_episode_steps, seed, err, errlen))
     return TRAIN_EUSER;
-  if (!p->ops->create(&p->algo, &c, p->env, err, errlen)) {
-    CkTensor t[MAX_TENSORS];
-    int nt = p->ops->state(p->algo, t, MAX_TENSORS, 1);
-    if (nt >= 0 && !ckpt_read_valid(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
-    p->ops->destroy(p->algo);
-  }
+  if (!trainer_policy_load(checkpoint, cfg, p->env, &p->ops, &p->algo, err, errlen)) return TRAIN_OK;
   env_destroy(p->env);
   return TRAIN_EUSER;
 }
