@@ -898,6 +898,8 @@ static void g1_eval_start(const SimModel* m, SimData* d, int w, const EnvTaskCtx
   sim_world(m, d, w, &wd);
   uint64_t s = 0;  // no draws land: evaluation zeroes every reset range (g1_tracking_eval_.params)
   g1_start(m, &wd, c, &s, clip, 0);
+  const sim_real* r = g1_ref(g1_data(c), clip, 0);
+  for (int k = 0; k < G1_NJ; k++) wd.qpos[7 + k] = r[G1_RJP + k];  // the reference itself, not clipped to soft limits
 }
 static void g1_eval_host_step(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, double out[3]) {
   SimWorld wd;
