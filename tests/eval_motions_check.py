@@ -1,7 +1,9 @@
 """eval_motions_check.py ADJOINT: `adjoint eval --motions` against MuJoCo's own kinematics.
 
-Two LAFAN1 clips cut to 3 s and 2 s (a clip directory written here from the assets), a G1 tracking checkpoint
-after one short training iteration (CPU), then `adjoint eval --motions DIR --save-trajectory`:
+Two LAFAN1 clips cut to 3 s and 2 s (a clip directory written here from the assets), G1 tracking checkpoints
+of two short training iterations (CPU) with the trainer's motion evaluation on (run.eval_motions=2, every
+iteration, 40 steps a clip): its rows equal `adjoint eval CKPT --motions DIR --max-steps 40` of the same
+checkpoints. Then `adjoint eval --motions DIR --save-trajectory` of the last one:
   - the trajectory's first row: the robot at the clip's first frame (the CSV's first row), the reference too;
   - per clip, from the saved robot and reference qpos through MuJoCo C's mj_kinematics (float64): MPKPE (the 14
     bodies against the reference re-anchored to the robot's torso: its x, y, the reference height, turned by
@@ -11,7 +13,7 @@ after one short training iteration (CPU), then `adjoint eval --motions DIR --sav
   - eval.csv agrees with eval.json; one clip alone (--clip, --max-steps) gives the same fall and values as
     beside the other (a world does not depend on the others);
   - bad input exits 2: a missing motion file, a malformed clip, an unknown --clip, a clip named twice, --motions
-    on cartpole, --device cuda, --out that is not a directory.
+    on cartpole (and run.eval_motions on cartpole), --device cuda, --out that is not a directory.
 Skipped (77) without the clips or the G1 model.
 """
 import csv
@@ -103,8 +105,22 @@ def main():
     rd = os.path.join(tmp, "run")
     params = "env.params=residual=1, motion=" + clips
     rc, out = run("train", "configs/g1_tracking_nablamimic.yaml", "--device", "cpu", "--num-envs", "4",
-                  "--max-iterations", "1", "--run-dir", rd, "run.eval_episodes=0", "algo.horizon=4", params)
+                  "--max-iterations", "2", "--run-dir", rd, "run.eval_episodes=0", "algo.horizon=4", params,
+                  "run.eval_motions=2", "run.eval_every=1", "run.eval_motion_steps=40")
     check(rc == 0, "train: exit %d: %s" % (rc, out[-400:]))
+    # the trainer's periodic motion evaluation: the same numbers as adjoint eval of its checkpoints
+    mrows = list(csv.DictReader(open(os.path.join(rd, "motion_evals.csv")))) if rc == 0 else []
+    check([r["iteration"] for r in mrows] == ["1", "2"], "motion_evals.csv iterations %s" % [r["iteration"] for r in mrows])
+    for r in mrows:
+        o = os.path.join(tmp, "it" + r["iteration"])
+        os.makedirs(o)
+        rc, out = run("eval", os.path.join(rd, "ckpt_%06d.h5" % int(r["iteration"])), "--motions", clips,
+                      "--max-steps", "40", "--out", o)
+        e = json.load(open(os.path.join(o, "eval.json")))["summary"] if rc == 0 else {}
+        check(rc == 0 and int(r["falls"]) == e["falls"] and int(r["clips"]) == 2 and
+              abs(float(r["normalized_return"]) - e["normalized_return"]) < 1e-8 and
+              abs(float(r["mpkpe_mm"]) - e["mpkpe_mm"]) < 1e-6 * e["mpkpe_mm"],
+              "iteration %s: trainer %s, adjoint eval %s" % (r["iteration"], r, e))
     traj = os.path.join(tmp, "traj.h5")
     rc, out = run("eval", rd, "--motions", clips, "--save-trajectory", traj)
     check(rc == 0 and "mean over 2 clips" in out, "eval --motions: exit %d: %s" % (rc, out[-400:]))
@@ -180,6 +196,9 @@ def main():
                        ((rd, "--clip", c1["name"]), "need --motions")]:
         rc, out = run("eval", *args)
         check(rc == 2 and want in out, "eval %s: exit %d (want 2 naming %s): %s" % (" ".join(args[1:]), rc, want, out[-300:]))
+    rc, out = run("train", "configs/cartpole_ppo.yaml", "--num-envs", "4", "--max-iterations", "1", "--run-dir",
+                  os.path.join(tmp, "cp2"), "run.eval_motions=2")
+    check(rc == 2 and "run.eval_motions" in out and "cartpole" in out, "train cartpole run.eval_motions=2: exit %d: %s" % (rc, out[-300:]))
     print("eval_motions_check: %d passed, %d failed" % (checks - fails, fails))
     return 1 if fails else 0
 
