@@ -33,7 +33,7 @@ static const char* kEvalUsage =
     "  anchor, same steps, m); means over clips unweighted. A table on stdout; eval.json and eval.csv in DIR.\n"
     "  --motions FILE      an HDF5 motion library, a clip directory (with MANIFEST.tsv) or one clip CSV, as the\n"
     "                      task's `motion` constant takes it (asset search path)\n"
-    "  --clip NAME         only this clip (repeatable; names as the library lists them, e.g. walk1_subject1.csv.gz)\n"
+    "  --clip NAME         only this clip (repeatable; names as the library lists them, e.g. walk1_subject1.csv)\n"
     "  --max-steps N       score at most N control steps of each clip (0: the full clip)\n"
     "  --out DIR           where eval.json and eval.csv go (default: the run directory, or the checkpoint's)\n"
     "  --save-trajectory F HDF5: per clip <clip>/qpos and <clip>/ref_qpos (steps + 1, nq): the robot's qpos at the\n"
