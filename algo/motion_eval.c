@@ -11,6 +11,13 @@
 #include "algo/ckpt.h"
 #include "algo/trainer.h"
 #include "envs/env.h"
+#ifdef ADJ_HAVE_CUDA
+#include "sim/cuda/sim_cuda.h"
+// algo/motion_eval_cuda.cu: the control steps on the CUDA environment, the state after each back in the batch
+int motion_eval_cuda_open(void** out, const EnvBatch* e, char* err, size_t errlen);
+int motion_eval_cuda_step(void* c, EnvBatch* e, const float* act, char* err, size_t errlen);
+void motion_eval_cuda_close(void* c);
+#endif
 
 struct MotionEval {
   Cfg cfg;
@@ -25,9 +32,24 @@ struct MotionEval {
   size_t* row0;   // (n) first trajectory row of each world (steps + 1 rows each)
   float *traj_q, *traj_r;  // (rows, nq) robot and reference qpos; NULL until a recorded run
   int recorded;
+  int cuda;       // the physics on the CUDA environment (motion_eval_set_device)
   MotionClipEval* res;
   float* act;
 };
+
+int motion_eval_set_device(MotionEval* me, const char* device, char* err, size_t errlen) {
+  me->cuda = 0;
+  if (!strcmp(device, "cpu")) return TRAIN_OK;
+  if (strcmp(device, "cuda")) return snprintf(err, errlen, "device '%s': unknown backend (cpu|cuda)", device), TRAIN_EUSER;
+#ifdef ADJ_HAVE_CUDA
+  if (simcuda_device_count() < 1) return snprintf(err, errlen, "device cuda: no CUDA device found"), TRAIN_EUSER;
+  me->cuda = 1;
+  return TRAIN_OK;
+#else
+  snprintf(err, errlen, "device cuda: this build has no CUDA backend (nvcc was not found at configure time)");
+  return TRAIN_EUSER;
+#endif
+}
 
 int motion_eval_library_size(const MotionEval* me) { return me->ev->nclip(me->lib->data); }
 const char* motion_eval_library_clip(const MotionEval* me, int clip) { return me->ev->clip_name(me->lib->data, clip); }
@@ -140,20 +162,37 @@ int motion_eval_run(MotionEval* me, const char* checkpoint, int record, MotionEv
   }
   env_eval_start(e, me->clip);
   int N = me->n, maxT = 0;
+  void* cu = NULL;  // the CUDA environment, with me->cuda
+#ifdef ADJ_HAVE_CUDA
+  if (me->cuda && motion_eval_cuda_open(&cu, e, err, errlen)) return TRAIN_ERUN;
+#endif
   double* sum = (double*)calloc((size_t)N * 3, sizeof(double));
-  if (!sum) return snprintf(err, errlen, "out of memory"), TRAIN_ERUN;
+  if (!sum) {
+#ifdef ADJ_HAVE_CUDA
+    motion_eval_cuda_close(cu);
+#endif
+    return snprintf(err, errlen, "out of memory"), TRAIN_ERUN;
+  }
+  int rc = TRAIN_OK;
   for (int w = 0; w < N; w++) {
     MotionClipEval* r = &me->res[w];
     r->steps = me->steps[w], r->fall_step = 0, r->fall_time = NAN;
     maxT = me->steps[w] > maxT ? me->steps[w] : maxT;
     if (record) record_row(me, w, me->row0[w]);
   }
-  for (int t = 1; t <= maxT; t++) {
+  for (int t = 1; t <= maxT && !rc; t++) {
     if (me->ops->act_eval(me->algo, e->obs, N, me->act)) {
-      free(sum);
-      return snprintf(err, errlen, "%s: the policy failed at step %d", checkpoint, t), TRAIN_ERUN;
+      snprintf(err, errlen, "%s: the policy failed at step %d", checkpoint, t);
+      rc = TRAIN_ERUN;
+      break;
     }
-    env_step(e, me->act);
+#ifdef ADJ_HAVE_CUDA
+    if (cu && motion_eval_cuda_step(cu, e, me->act, err, errlen)) {
+      rc = TRAIN_ERUN;
+      break;
+    }
+#endif
+    if (!cu) env_step(e, me->act);
     for (int w = 0; w < N; w++) {
       if (t > me->steps[w]) continue;
       MotionClipEval* r = &me->res[w];
@@ -167,6 +206,13 @@ int motion_eval_run(MotionEval* me, const char* checkpoint, int record, MotionEv
       }
       if (record) record_row(me, w, me->row0[w] + (size_t)t);
     }
+  }
+#ifdef ADJ_HAVE_CUDA
+  motion_eval_cuda_close(cu);
+#endif
+  if (rc) {
+    free(sum);
+    return rc;
   }
   out->nclip = N, out->clip = me->res;
   out->dt = (double)e->m->timestep * e->task->info.frame_skip;

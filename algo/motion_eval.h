@@ -50,6 +50,10 @@ typedef struct MotionEval MotionEval;
 // not load) or TRAIN_ERUN.
 int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const char* const* names, int nnames,
                      int subset, int max_steps, char* err, size_t errlen);
+// The backend of the physics: "cpu" (the default: the CPU batch) or "cuda" (the CUDA environment, one world per
+// clip on the device; the policy and the scoring stay on the host, algo/motion_eval_cuda.cu). TRAIN_EUSER with a
+// message where the build has no CUDA backend or no device is found.
+int motion_eval_set_device(MotionEval* me, const char* device, char* err, size_t errlen);
 // The clips of the library (names) and the worlds' clips, for a listing.
 int motion_eval_library_size(const MotionEval* me);
 const char* motion_eval_library_clip(const MotionEval* me, int clip);

@@ -13,7 +13,10 @@ checkpoints. Then `adjoint eval --motions DIR --save-trajectory` of the last one
   - eval.csv agrees with eval.json; one clip alone (--clip, --max-steps) gives the same fall and values as
     beside the other (a world does not depend on the others);
   - bad input exits 2: a missing motion file, a malformed clip, an unknown --clip, a clip named twice, --motions
-    on cartpole (and run.eval_motions on cartpole), --device cuda, --out that is not a directory.
+    on cartpole (and run.eval_motions on cartpole), --out that is not a directory, --device cuda without
+    a CUDA build or device.
+With --gpu: only `--device cuda` against `--device cpu` on both clips (50 steps): the same falls, the values
+within 1e-3 (normalized return) and 1e-2 (MPKPE, drift) relative; 77 without a CUDA device or backend.
 Skipped (77) without the clips or the G1 model.
 """
 import csv
@@ -29,6 +32,7 @@ import mujoco
 import numpy as np
 
 ADJ = sys.argv[1]
+GPU = "--gpu" in sys.argv[2:]  # only --device cuda against --device cpu (ctest label gpu; 77 without a device)
 BODIES = ["pelvis", "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link", "right_hip_roll_link",
           "right_knee_link", "right_ankle_roll_link", "torso_link", "left_shoulder_roll_link", "left_elbow_link",
           "left_wrist_yaw_link", "right_shoulder_roll_link", "right_elbow_link", "right_wrist_yaw_link"]
@@ -82,6 +86,28 @@ def oracle(model, q, r):
     return np.mean(err), np.linalg.norm(pr[a] - p[a]), term
 
 
+def gpu_vs_cpu(rd, clips, tmp):
+    """--device cuda against --device cpu (the float32 engine on both; the GPU's sin/cos differ, so close, not equal)."""
+    res = {}
+    for dev in ("cpu", "cuda"):
+        o = os.path.join(tmp, dev)
+        os.makedirs(o)
+        rc, out = run("eval", rd, "--motions", clips, "--max-steps", "50", "--device", dev, "--out", o)
+        if dev == "cuda" and rc == 2 and ("no CUDA device" in out or "no CUDA backend" in out):
+            print("eval_motions_check --gpu: no CUDA device or backend: skipped")
+            return 77
+        check(rc == 0, "eval --device %s: exit %d: %s" % (dev, rc, out[-400:]))
+        res[dev] = json.load(open(os.path.join(o, "eval.json")))["clips"] if rc == 0 else []
+    for a, b in zip(res["cpu"], res["cuda"]):
+        check(a["name"] == b["name"] and a["steps"] == b["steps"] and a["fall_step"] == b["fall_step"],
+              "cpu %s / cuda %s" % (a, b))
+        for k, tol in (("normalized_return", 1e-3), ("mpkpe_mm", 1e-2), ("anchor_drift_m", 1e-2)):
+            check(abs(a[k] - b[k]) <= tol * max(1.0, abs(a[k])), "%s %s: cpu %g, cuda %g" % (a["name"], k, a[k], b[k]))
+    check(len(res["cuda"]) == 2, "cuda clips %d" % len(res["cuda"]))
+    print("eval_motions_check --gpu: %d passed, %d failed" % (checks - fails, fails))
+    return 1 if fails else 0
+
+
 def main():
     src = asset_dir("lafan1_g1/walk1_subject1.csv.gz", "lafan1_g1/dance1_subject1.csv.gz", "g1/scene_flat.xml")
     if not src:
@@ -108,6 +134,8 @@ def main():
                   "--max-iterations", "2", "--run-dir", rd, "run.eval_episodes=0", "algo.horizon=4", params,
                   "run.eval_motions=2", "run.eval_every=1", "run.eval_motion_steps=40")
     check(rc == 0, "train: exit %d: %s" % (rc, out[-400:]))
+    if GPU:
+        return gpu_vs_cpu(rd, clips, tmp)
     # the trainer's periodic motion evaluation: the same numbers as adjoint eval of its checkpoints
     mrows = list(csv.DictReader(open(os.path.join(rd, "motion_evals.csv")))) if rc == 0 else []
     check([r["iteration"] for r in mrows] == ["1", "2"], "motion_evals.csv iterations %s" % [r["iteration"] for r in mrows])
@@ -191,11 +219,13 @@ def main():
                        ((rd, "--motions", clips, "--clip", "nope.csv"), "nope.csv"),
                        ((rd, "--motions", clips, "--clip", c1["name"], "--clip", c1["name"]), "twice"),
                        ((rcp, "--motions", clips), "cartpole"),
-                       ((rd, "--motions", clips, "--device", "cuda"), "not built"),
                        ((rd, "--motions", clips, "--out", traj), "not a directory"),
                        ((rd, "--clip", c1["name"]), "need --motions")]:
         rc, out = run("eval", *args)
         check(rc == 2 and want in out, "eval %s: exit %d (want 2 naming %s): %s" % (" ".join(args[1:]), rc, want, out[-300:]))
+    # --device cuda: exit 2 naming it without a CUDA build or device (with one, tests/eval_motions_gpu.sh)
+    rc, out = run("eval", rd, "--motions", clips, "--device", "cuda", "--max-steps", "5", "--out", out2)
+    check(rc == 2 and "cuda" in out or rc == 0, "eval --device cuda: exit %d: %s" % (rc, out[-300:]))
     rc, out = run("train", "configs/cartpole_ppo.yaml", "--num-envs", "4", "--max-iterations", "1", "--run-dir",
                   os.path.join(tmp, "cp2"), "run.eval_motions=2")
     check(rc == 2 and "run.eval_motions" in out and "cartpole" in out, "train cartpole run.eval_motions=2: exit %d: %s" % (rc, out[-300:]))

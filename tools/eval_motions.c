@@ -62,6 +62,8 @@ static int write_outputs(const EvalMotionsOptions* o, const MotionEvalResult* r,
   json_str(f, o->cfg->env_task);
   fputs(",\n  \"motions\": ", f);
   json_str(f, o->motions);
+  fputs(",\n  \"device\": ", f);
+  json_str(f, o->device);
   fprintf(f, ",\n  \"dt\": %.6g,\n  \"max_steps\": %d,\n  \"clips\": [\n", r->dt, o->max_steps);
   for (int i = 0; i < r->nclip; i++) {
     const MotionClipEval* c = &r->clip[i];
@@ -124,6 +126,7 @@ int eval_motions_run(const EvalMotionsOptions* o) {
   if (ckpt_read(o->checkpoint, &it, 1, err, sizeof(err))) iteration = -1;  // the policy read reports a bad file
   MotionEval* me = NULL;
   int rc = motion_eval_open(&me, o->cfg, o->motions, o->clips, o->nclips, 0, o->max_steps, err, sizeof(err));
+  if (!rc) rc = motion_eval_set_device(me, o->device, err, sizeof(err));
   MotionEvalResult r;
   if (!rc) rc = motion_eval_run(me, o->checkpoint, o->trajectory != NULL, &r, err, sizeof(err));
   if (rc) {
@@ -131,8 +134,8 @@ int eval_motions_run(const EvalMotionsOptions* o) {
     motion_eval_close(me);
     return rc == TRAIN_EUSER ? 2 : 1;
   }
-  printf("checkpoint %s (iteration %lld), motions %s, %d clips, control period %.3f s\n", o->checkpoint,
-         (long long)iteration, o->motions, r.nclip, r.dt);
+  printf("checkpoint %s (iteration %lld), motions %s, %d clips, control period %.3f s, device %s\n",
+         o->checkpoint, (long long)iteration, o->motions, r.nclip, r.dt, o->device);
   printf("%-32s %8s %9s %10s %10s %10s %9s\n", "clip", "steps", "length_s", "fall_s", "norm_ret", "mpkpe_mm",
          "drift_m");
   for (int i = 0; i < r.nclip; i++) {

@@ -14,6 +14,7 @@ typedef struct {
   int max_steps;             // --max-steps (0: full clips)
   const char* out_dir;       // --out (default: the run directory)
   const char* trajectory;    // --save-trajectory (NULL: none)
+  const char* device;        // --device: cpu | cuda
 } EvalMotionsOptions;
 
 // Exit status: 0, 2 bad input, 1 runtime failure (messages on stderr).
