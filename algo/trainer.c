@@ -505,6 +505,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   if (c->run_eval_motions > 0) {  // the evaluation worlds (their motion data loaded once, before the clock starts)
     rc = motion_eval_open(&mev, c, NULL, NULL, 0, (int)c->run_eval_motions, (int)c->run_eval_motion_steps, why,
                           sizeof why);
+    if (!rc) rc = motion_eval_set_device(mev, c->run_eval_device, why, sizeof why);
     if (rc) {
       snprintf(err, errlen, "run.eval_motions: %s", why);
       goto done;
