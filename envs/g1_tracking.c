@@ -28,6 +28,9 @@
 //   subtree self-contacts (at most 10, no gradient).
 // Termination: anchor height error > 0.25 m, anchor gravity-z error > 0.8, an ankle or wrist height error
 //   > 0.25 m.
+// Evaluation (EnvTaskEval, algo/motion_eval.h): start_mode 2 and every noise constant zeroed, a world starts at
+//   its clip's first frame exactly and plays it once; g1_eval_step scores each step (normalized tracking score,
+//   MPKPE, anchor drift).
 // VJPs in the engine's tangent space: body poses and velocities through env_vjp_body_kin (env.h); every function
 // takes its body frames from the qpos it is given (env_tree_frames), never from the world's kinematics arrays.
 #include "envs/env.h"
