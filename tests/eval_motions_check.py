@@ -89,7 +89,7 @@ def oracle(model, q, r):
 def gpu_vs_cpu(rd, clips, tmp):
     """--device cuda against --device cpu (the float32 engine on both; the GPU's sin/cos differ, so close, not equal)."""
     res = {}
-    for dev in ("cpu", "cuda"):
+    for dev in ("cuda", "cpu"):  # cuda first: skip early without a device
         o = os.path.join(tmp, dev)
         os.makedirs(o)
         rc, out = run("eval", rd, "--motions", clips, "--max-steps", "50", "--device", dev, "--out", o)
@@ -130,9 +130,9 @@ def main():
             first[name] = np.array(v[:3] + [v[6], v[3], v[4], v[5]] + v[7:])  # xyzw -> wxyz
     rd = os.path.join(tmp, "run")
     params = "env.params=residual=1, motion=" + clips
+    periodic = [] if GPU else ["run.eval_motions=2", "run.eval_every=1", "run.eval_motion_steps=40"]
     rc, out = run("train", "configs/g1_tracking_nablamimic.yaml", "--device", "cpu", "--num-envs", "4",
-                  "--max-iterations", "2", "--run-dir", rd, "run.eval_episodes=0", "algo.horizon=4", params,
-                  "run.eval_motions=2", "run.eval_every=1", "run.eval_motion_steps=40")
+                  "--max-iterations", "2", "--run-dir", rd, "run.eval_episodes=0", "algo.horizon=4", params, *periodic)
     check(rc == 0, "train: exit %d: %s" % (rc, out[-400:]))
     if GPU:
         return gpu_vs_cpu(rd, clips, tmp)
