@@ -10,6 +10,7 @@ checkpoints. Then `adjoint eval --motions DIR --save-trajectory` of the last one
     the yaw between the anchors) and the anchor drift, averaged over the steps up to the fall, equal to
     eval.json's; the fall at the first step where the task's termination holds (torso height or tilt, ankle or
     wrist height), none before it; the normalized return in [0, fall_step / steps];
+  - tools/render_trajectory.py draws two frames of it (PNG, headless EGL; not run where no context can be made);
   - eval.csv agrees with eval.json; one clip alone (--clip, --max-steps) gives the same fall and values as
     beside the other (a world does not depend on the others);
   - bad input exits 2: a missing motion file, a malformed clip, an unknown --clip, a clip named twice, --motions
@@ -20,9 +21,11 @@ within 1e-3 (normalized return) and 1e-2 (MPKPE, drift) relative; 77 without a C
 Skipped (77) without the clips or the G1 model.
 """
 import csv
+import glob
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -188,6 +191,19 @@ def main():
         check(abs(float(row["mpkpe_mm"]) - c["mpkpe_mm"]) < 1e-6 * max(1, c["mpkpe_mm"]) and row["clip"] == name and
               (row["fall_time_s"] == "") == (fall == 0), "%s: eval.csv row %s" % (name, row))
         mp_all.append(c["mpkpe_mm"]), dr_all.append(c["anchor_drift_m"])
+    # the render script on the trajectory (headless EGL; left out where no EGL context can be made)
+    frames = os.path.join(tmp, "frames")
+    p = subprocess.run([sys.executable, "tools/render_trajectory.py", traj, "--clip", CLIPS[0][0], "-o", frames,
+                        "--max-frames", "2", "--width", "160", "--height", "120", "--offset", "1"],
+                       capture_output=True, text=True)
+    if p.returncode and ("EGL" in p.stderr or "OpenGL" in p.stderr or "gladLoadGL" in p.stderr):
+        print("eval_motions_check: no headless OpenGL context here: the render script not run")
+    elif shutil.which("ffmpeg") is None:
+        from PIL import Image
+        pngs = sorted(glob.glob(os.path.join(frames, "frame_*.png")))
+        img = np.asarray(Image.open(pngs[0])) if pngs else np.zeros((1, 1, 3))
+        check(p.returncode == 0 and len(pngs) == 2 and img.shape == (120, 160, 3) and img.std() > 5,
+              "render_trajectory: exit %d, %d frames, std %.1f: %s" % (p.returncode, len(pngs), img.std(), p.stderr[-300:]))
     s = ev["summary"]
     check(abs(s["mpkpe_mm"] - np.mean(mp_all)) < 1e-6 * max(1, s["mpkpe_mm"]) and s["falls"] == sum(c["fell"] for c in ev["clips"]),
           "summary %s" % s)
