@@ -41,6 +41,10 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(run, max_iterations, INT, "100", "[1, 1000000000]", 0, "total iterations of the run") \
   X(run, checkpoint_every, INT, "50", "[0, 1000000000]", 0, "checkpoint period in iterations (0: only at the end)") \
   X(run, eval_episodes, INT, "0", "[0, 1048576]", 0, "deterministic evaluation episodes at each checkpoint; the best is kept as best.h5 (0: off)") \
+  X(run, eval_motions, INT, "0", "[0, 1048576]", 0, "motion-tracking tasks (g1_tracking): clips of the periodic evaluation on the run's motion data, evenly spaced over it, full clips from their first frame, nominal model (algo/motion_eval.h); logged to motion_evals.csv and TensorBoard (eval_motions/*), its time excluded from elapsed (0: off)") \
+  X(run, eval_every, INT, "0", "[0, 1000000000]", 0, "iterations between the motion evaluations of run.eval_motions (0: at each checkpoint); an evaluated iteration also writes its checkpoint") \
+  X(run, eval_motion_steps, INT, "0", "[0, 1000000000]", 0, "control steps scored per clip in the motion evaluation of run.eval_motions (0: the full clip)") \
+  X(run, eval_device, ENUM, "cpu", "cpu|cuda", 0, "backend of the motion evaluation's physics (run.eval_motions): cpu (the CPU batch) or cuda (the CUDA environment, policy and scoring on the host)") \
   X(run, device, ENUM, "cpu", "cpu|cuda", 0, "backend") \
   X(run, tensorboard, BOOL, "true", "", 0, "write TensorBoard event files") \
   X(policy, actor_hidden, INTLIST, "[64, 64]", "[1, 65536]", CFG_H, "actor hidden widths") \

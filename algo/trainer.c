@@ -14,6 +14,7 @@
 
 #include "algo/algo.h"
 #include "algo/ckpt.h"
+#include "algo/motion_eval.h"
 #include "algo/tb.h"
 #include "nn/nn_export.h"
 
@@ -310,6 +311,43 @@ static int evals_checkpoint(EvalLog* ev, const TrainOptions* o, const TrainerSta
   return TRAIN_OK;
 }
 
+// ---- motion evaluation (run.eval_motions; algo/motion_eval.h) ----
+// The checkpoint's policy on a clip subset of the run's motion data, on the CPU; a row to motion_evals.csv
+// (iteration, env_steps, elapsed: training time without any evaluation, clips, falls, normalized_return,
+// mpkpe_mm, anchor_drift_m, eval_seconds) and TensorBoard (eval_motions/*). Reads only the checkpoint.
+static int motion_evals_open(FILE** csv, const TrainOptions* o, int64_t keep, char* err, size_t errlen) {
+  char path[4200];
+  snprintf(path, sizeof(path), "%s/motion_evals.csv", o->run_dir);
+  *csv = open_csv(path, "iteration,env_steps,elapsed,clips,falls,normalized_return,mpkpe_mm,anchor_drift_m,"
+                  "eval_seconds\n", keep, o->resume, NULL, NULL, NULL, err, errlen);
+  return *csv ? TRAIN_OK : TRAIN_ERUN;
+}
+
+static int motion_evals_checkpoint(MotionEval* me, FILE* csv, const TrainOptions* o, const TrainerState* ts,
+                                   double elapsed, TbWriter* tb, char* err, size_t errlen) {
+  char ck[4200], msg[4096];
+  snprintf(ck, sizeof(ck), "%s/ckpt_%06lld.h5", o->run_dir, (long long)ts->iteration);
+  MotionEvalResult r;
+  if (motion_eval_run(me, ck, 0, &r, msg, sizeof(msg))) {
+    snprintf(err, errlen, "motion evaluation of %s: %s", ck, msg);
+    return TRAIN_ERUN;
+  }
+  fprintf(csv, "%lld,%lld,%.9g,%d,%d,%.9g,%.9g,%.9g,%.6g\n", (long long)ts->iteration, (long long)ts->env_steps,
+          elapsed, r.nclip, r.falls, r.norm_return, r.mpkpe_mm, r.drift_m, r.seconds);
+  fflush(csv);
+  if (tb) {
+    const char* tags[5] = {"eval_motions/falls", "eval_motions/normalized_return", "eval_motions/mpkpe_mm",
+                           "eval_motions/anchor_drift_m", "eval_motions/seconds"};
+    double v[5] = {r.falls, r.norm_return, r.mpkpe_mm, r.drift_m, r.seconds};
+    tb_scalars(tb, ts->iteration, tags, v, 5);
+  }
+  if (!o->quiet)
+    fprintf(stderr, "motion eval at iteration %lld: falls %d/%d, normalized return %.4f, MPKPE %.1f mm, anchor drift "
+            "%.3f m (%.1f s, not in elapsed)\n", (long long)ts->iteration, r.falls, r.nclip, r.norm_return,
+            r.mpkpe_mm, r.drift_m, r.seconds);
+  return TRAIN_OK;
+}
+
 static void fmt_duration(double s, char* buf, size_t len) {
   if (!(s >= 0) || s > 1e8) {
     snprintf(buf, len, "--");
@@ -397,9 +435,9 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     }
   }
   // the run directory's files are replaced through temp + rename: only where none exists or a regular one does
-  static const char* const kOutputs[] = {"config.yaml", "metrics.csv", "evals.csv", "best.h5"};
+  static const char* const kOutputs[] = {"config.yaml", "metrics.csv", "evals.csv", "best.h5", "motion_evals.csv"};
   char path[4200];
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     struct stat st;
     snprintf(path, sizeof(path), "%s/%s", o->run_dir, kOutputs[i]);
     if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
@@ -426,6 +464,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   FILE* metrics = NULL;
   TbWriter* tb = NULL;
   EvalLog ev = {NULL, 0, -1, 0, NULL};
+  MotionEval* mev = NULL;
+  FILE* mcsv = NULL;
   if (o->resume) {
     // the newest checkpoint that reads and validates; each one skipped is named with the reason
     long its[RESUME_CANDIDATES];
@@ -462,6 +502,16 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     goto done;
   }
   if (c->run_eval_episodes > 0 && (rc = evals_open(&ev, o, env, ts.iteration, err, errlen))) goto done;
+  if (c->run_eval_motions > 0) {  // the evaluation worlds (their motion data loaded once, before the clock starts)
+    rc = motion_eval_open(&mev, c, NULL, NULL, 0, (int)c->run_eval_motions, (int)c->run_eval_motion_steps, why,
+                          sizeof why);
+    if (!rc) rc = motion_eval_set_device(mev, c->run_eval_device, why, sizeof why);
+    if (rc) {
+      snprintf(err, errlen, "run.eval_motions: %s", why);
+      goto done;
+    }
+    if ((rc = motion_evals_open(&mcsv, o, ts.iteration, err, errlen))) goto done;
+  }
 
   int ncol = NTR + ops->n_metrics + NTIME;
   const char* tags[NTR + ALGO_MAX_METRICS + NTIME];
@@ -518,6 +568,9 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
       tb_scalars(tb, ts.iteration, ft, fv, nf);
     }
     int ck = (c->run_checkpoint_every > 0 && ts.iteration % c->run_checkpoint_every == 0) || ts.iteration == total;
+    // the motion evaluation reads the policy from the checkpoint: an evaluated iteration writes one
+    int mdue = mev && (c->run_eval_every > 0 ? ts.iteration % c->run_eval_every == 0 || ts.iteration == total : ck);
+    ck |= mdue;
     if (ck && ops->sync && ops->sync(algo, env, 1, why, sizeof why)) {
       snprintf(err, errlen, "%s (%s): cannot download the run's state: %s", ops->name, c->run_device, why);
       rc = TRAIN_ERUN;
@@ -539,8 +592,11 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
                 "steps/s %.0f ETA %s%s\n", (long long)ts.iteration, (long long)total, (long long)ts.env_steps, ret,
                 len, row[6], tr[0], etab, ck ? " [checkpoint]" : "");
     }
-    // after the progress line: the evaluation's time counts in the next iteration's elapsed, not in this one's
+    // after the progress line; evaluations are not training: their time is taken out of elapsed (start moves)
+    double te = algo_now();
     if (ck && ev.csv && (rc = evals_checkpoint(&ev, o, &ts, start, tb, err, errlen))) goto done;
+    if (mdue && (rc = motion_evals_checkpoint(mev, mcsv, o, &ts, te - start, tb, err, errlen))) goto done;
+    start += algo_now() - te;
   }
   if (!o->quiet && o->progress_tty) fputc('\n', stderr);
   if (!o->quiet && first >= total)
@@ -551,6 +607,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
 done:
   if (metrics) fclose(metrics);
   if (ev.csv) fclose(ev.csv);
+  if (mcsv) fclose(mcsv);
+  motion_eval_close(mev);
   tb_close(tb);
   ops->destroy(algo);
   env_destroy(env);
@@ -566,21 +624,30 @@ typedef struct {
   void* algo;
 } EvalPolicy;
 
+int trainer_policy_load(const char* checkpoint, const Cfg* cfg, EnvBatch* env, const AlgoOps** ops, void** algo,
+                        char* err, size_t errlen) {
+  Cfg c = *cfg;
+  int made = !*algo;
+  if (made) {
+    if (!(*ops = algo_find(c.algo_name, err, errlen))) return TRAIN_EUSER;
+    c.env_num_envs = env->nworld;
+    c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
+    if ((*ops)->create(algo, &c, env, err, errlen)) return *algo = NULL, TRAIN_EUSER;
+  }
+  CkTensor t[MAX_TENSORS];
+  int nt = (*ops)->state(*algo, t, MAX_TENSORS, 1);
+  if (nt >= 0 && !ckpt_read_valid(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
+  if (nt < 0) snprintf(err, errlen, "%s: too many arrays", checkpoint);
+  if (made) (*ops)->destroy(*algo), *algo = NULL;
+  return TRAIN_EUSER;
+}
+
 static int eval_policy_open(EvalPolicy* p, const char* checkpoint, const Cfg* cfg, int n, uint64_t seed, char* err,
                             size_t errlen) {
-  memset(p, 0, sizeof(*p));
-  Cfg c = *cfg;
-  if (!(p->ops = algo_find(c.algo_name, err, errlen))) return TRAIN_EUSER;
-  c.env_num_envs = n;
-  c.ppo_minibatches = 1;  // no updates here: any rollout batch size is fine
-  if (env_create_params(&p->env, c.env_task, c.env_params, n, (int)c.env_episode_steps, seed, err, errlen))
+  memset(p, 0, sizeof(*p));  // p->algo NULL: trainer_policy_load creates it
+  if (env_create_params(&p->env, cfg->env_task, cfg->env_params, n, (int)cfg->env_episode_steps, seed, err, errlen))
     return TRAIN_EUSER;
-  if (!p->ops->create(&p->algo, &c, p->env, err, errlen)) {
-    CkTensor t[MAX_TENSORS];
-    int nt = p->ops->state(p->algo, t, MAX_TENSORS, 1);
-    if (nt >= 0 && !ckpt_read_valid(checkpoint, t, nt, err, errlen)) return TRAIN_OK;
-    p->ops->destroy(p->algo);
-  }
+  if (!trainer_policy_load(checkpoint, cfg, p->env, &p->ops, &p->algo, err, errlen)) return TRAIN_OK;
   env_destroy(p->env);
   return TRAIN_EUSER;
 }

@@ -71,6 +71,15 @@ int trainer_checkpoint_config(const char* checkpoint, Cfg* c, char* err, size_t 
 int trainer_policy_actions(const char* checkpoint, const Cfg* c, const float* obs, int n, float* act, char* err,
                            size_t errlen);
 
+// The trainer's deterministic policy for the worlds of env: with *algo NULL the algorithm is built on the CPU from
+// config c (env.num_envs = env->nworld; *ops set), else *algo (of *ops) is reused; then its policy state is read
+// from checkpoint. TRAIN_OK (the caller destroys *algo with (*ops)->destroy), or TRAIN_EUSER with a message (an
+// algorithm built here is destroyed again, *algo NULL).
+struct AlgoOps;
+struct EnvBatch;
+int trainer_policy_load(const char* checkpoint, const Cfg* c, struct EnvBatch* env, const struct AlgoOps** ops,
+                        void** algo, char* err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -152,8 +152,19 @@ static void observe_reset(EnvBatch* e, int w) {
   if (!observe_world(e, w, &c, 1)) e->stats[1]++, e->nan_last++;
 }
 
+static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
+                       uint64_t seed, const EnvBatch* like, char* err, size_t errlen);
 int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
                     uint64_t seed, char* err, size_t errlen) {
+  return create_task(out, tk, params, nworld, episode_steps, seed, NULL, err, errlen);
+}
+int env_create_like(EnvBatch** out, const EnvBatch* like, int nworld, int episode_steps, uint64_t seed, char* err,
+                    size_t errlen) {
+  return create_task(out, like->task, NULL, nworld, episode_steps, seed, like, err, errlen);
+}
+
+static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
+                       uint64_t seed, const EnvBatch* like, char* err, size_t errlen) {
   *out = NULL;
   const char* task = tk->info.name;
   if (tk->nstat < 0 || tk->nstat > ENV_MAX_STATS) {
@@ -166,7 +177,12 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
   }
   double tparam[ENV_MAX_PARAMS];
   char tstr[ENV_MAX_STRS][ENV_STR_MAX];
-  if (parse_task_params(tk, params, tparam, tstr, err, errlen)) return -1;
+  if (like) {
+    memcpy(tparam, like->param, sizeof(tparam));
+    memcpy(tstr, like->str, sizeof(tstr));
+  } else if (parse_task_params(tk, params, tparam, tstr, err, errlen)) {
+    return -1;
+  }
   if (obs_dim_under(tk, tparam) < 1) {
     snprintf(err, errlen, "task %s: observation size %d under env.params", task, obs_dim_under(tk, tparam));
     return -1;
@@ -217,8 +233,10 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
     if (!(e->state[k] = calloc((size_t)nworld, env_state_row_bytes(tk, k) ? env_state_row_bytes(tk, k) : 1)) ||
         !(e->final_state[k] = calloc((size_t)nworld, env_state_row_bytes(tk, k) ? env_state_row_bytes(tk, k) : 1)))
       nomem = 1;
-  if (tk->info.load_data && !nomem &&
-      tk->info.load_data(m, tparam, e->strp, &e->data, &e->data_bytes, msg, sizeof(msg))) {
+  if (like) {
+    e->data = like->data, e->data_bytes = like->data_bytes, e->data_shared = 1;
+  } else if (tk->info.load_data && !nomem &&
+             tk->info.load_data(m, tparam, e->strp, &e->data, &e->data_bytes, msg, sizeof(msg))) {
     env_destroy(e);
     snprintf(err, errlen, "task %s: %s", task, msg);
     return -1;
@@ -271,7 +289,7 @@ void env_destroy(EnvBatch* e) {
   free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
   free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl), free(e->final_stats);
   for (int k = 0; k < ENV_MAX_STATE; k++) free(e->state[k]), free(e->final_state[k]);
-  free(e->data);
+  if (!e->data_shared) free(e->data);
   free(e);
 }
 
@@ -383,6 +401,7 @@ void env_step(EnvBatch* e, const sim_real* act) {
       e->recent_len[slot] = e->t[w];
       e->stats[0]++;
       if (bad) e->stats[1]++, e->nan_last++;
+      if (e->hold) continue;
       reset_world(e, w);
       reset_any = 1;
       if (!tk->info.needs_kinematics) observe_reset(e, w);
@@ -404,4 +423,21 @@ void env_recent_stats(const EnvBatch* e, double* mean_return, double* mean_lengt
   double r = 0, l = 0;
   for (int i = 0; i < n; i++) r += e->recent_return[i], l += e->recent_len[i];
   *mean_return = r / n, *mean_length = l / n;
+}
+
+int env_eval_start(EnvBatch* e, const int* clip) {
+  const EnvTaskEval* ev = e->task->info.eval;
+  if (!ev) return -1;
+  for (int w = 0; w < e->nworld; w++) {
+    reset_world(e, w);
+    EnvTaskCtx c;
+    env_task_ctx(e, w, &c);
+    ev->start(e->m, e->d, w, &c, clip[w]);
+  }
+  if (e->task->info.needs_kinematics) sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
+  for (int w = 0; w < e->nworld; w++) {
+    observe_reset(e, w);
+    e->nan_seen[w] = e->d->nan_count[w];
+  }
+  return 0;
 }

@@ -382,7 +382,31 @@ typedef struct EnvTaskInfo {
   // observation, its size and the host table of its functions
   int critic_obs_dim;
   const struct EnvTaskCritic* critic;
+  // optional (NULL: none): evaluation on the task's reference motions (`adjoint eval --motions`, the trainer's
+  // run.eval_motions), for a task that tracks clips
+  const struct EnvTaskEval* eval;
 } EnvTaskInfo;
+
+// host-side table of a motion-tracking task's evaluation (algo/motion_eval.h runs it): one clip per world, from
+// its first frame at the reference state, on the nominal model
+typedef struct EnvTaskEval {
+  // env.params appended to the run's for evaluation: the evaluation start mode (a world plays its clip once,
+  // no re-draw at the clip's end) and the nominal model (no reset noise, pushes, observation noise or
+  // randomisation); the motion data is the run's string constant `motion` unless replaced
+  const char* params;
+  const char* motion_key;  // the string constant naming the motion data (e.g. "motion")
+  int (*nclip)(const void* data);
+  const char* (*clip_name)(const void* data, int clip);  // NULL-free: a name for every clip
+  int (*clip_steps)(const void* data, int clip);         // control steps of a full-clip episode
+  // puts world w (just reset) at clip's first frame, exactly at the reference state
+  void (*start)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, int clip);
+  // after a control step: out[0] the normalized tracking score in [0, 1] (the tracking terms' weighted sum over
+  // the sum of their weights), out[1] the mean distance of the tracked bodies to the reference re-anchored to
+  // the robot (m), out[2] the anchor's world distance to the reference anchor (m)
+  void (*step)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, double out[3]);
+  // the reference's qpos (nq) at the frame the last step was scored against (the first frame before any step)
+  void (*ref_qpos)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, sim_real* qpos);
+} EnvTaskEval;
 
 // host-side table of a task's critic observation (ENV_TASK_CRITIC)
 typedef struct EnvTaskCritic {
@@ -514,6 +538,7 @@ typedef struct EnvBatch {
   const char* strp[ENV_MAX_STRS];       // str as pointers (load_data's s)
   void* data;                           // read-only task data (load_data's blob; NULL: none)
   size_t data_bytes;
+  int data_shared;                      // 1: data belongs to another batch (env_create_like)
   // carried state (checkpointed), world-major
   void* state[ENV_MAX_STATE];  // per-world task state, field-major: field k is (nworld, state[k].count)
   int32_t* t;           // (nworld) control steps into the running episode
@@ -541,6 +566,7 @@ typedef struct EnvBatch {
   int64_t nan_last;       // non-finite resets during the last env_step
   double reward_total;    // sum of all rewards so far (for per-iteration means; not part of the run's state)
   int record;             // 1: env_step records the engine tape (sim_control_step(record)); needs env_enable_gradients
+  int hold;               // 1: a finished world is not reset (evaluation: it keeps stepping from its final state)
 } EnvBatch;
 
 // The per-world context of world w (constants, data, state; no cotangents).
@@ -559,6 +585,10 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
 // The same for a task given by its table (e.g. one outside envs/tasks.list, in a test).
 int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
                     uint64_t seed, char* err, size_t errlen);
+// A batch of nworld worlds of like's task with like's constants, strings and task data (shared, not copied: like
+// must outlive it), e.g. evaluation worlds sized after the task data was read.
+int env_create_like(EnvBatch** out, const EnvBatch* like, int nworld, int episode_steps, uint64_t seed, char* err,
+                    size_t errlen);
 // The observation size env_create_params gives task tk under the spec params (for readers without an EnvBatch,
 // e.g. `adjoint export`); -1 and err on a bad spec.
 int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen);
@@ -573,6 +603,9 @@ void env_randomize_episode_start(EnvBatch* e);
 void env_step(EnvBatch* e, const sim_real* act);
 // Mean return and length over the last min(finished, ENV_RECENT) episodes (NaN when none finished).
 void env_recent_stats(const EnvBatch* e, double* mean_return, double* mean_length);
+// Evaluation starts (the task's EnvTaskInfo.eval): world w reset, then put at clip[w]'s first frame (its
+// eval->start), step counter and return zeroed, observations refreshed. 0, or -1 when the task has no eval table.
+int env_eval_start(EnvBatch* e, const int* clip);
 
 #ifdef __cplusplus
 }

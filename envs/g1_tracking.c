@@ -28,6 +28,9 @@
 //   subtree self-contacts (at most 10, no gradient).
 // Termination: anchor height error > 0.25 m, anchor gravity-z error > 0.8, an ankle or wrist height error
 //   > 0.25 m.
+// Evaluation (EnvTaskEval, algo/motion_eval.h): start_mode 2 and every noise constant zeroed, a world starts at
+//   its clip's first frame exactly and plays it once; g1_eval_step scores each step (normalized tracking score,
+//   MPKPE, anchor drift).
 // VJPs in the engine's tangent space: body poses and velocities through env_vjp_body_kin (env.h); every function
 // takes its body frames from the qpos it is given (env_tree_frames), never from the world's kinematics arrays.
 #include "envs/env.h"
@@ -70,7 +73,8 @@ enum { G1_RJP = 0, G1_RJV = 29, G1_RPOS = 58, G1_RQUAT = 100, G1_RLIN = 156, G1_
   P(push_min, 1, 0, 100)             /* push period U(push_min, push_max) s; push_max 0: no pushes */ \
   P(push_max, 3, 0, 100)                                                                              \
   P(obs_noise, 1, 0, 10)             /* observation noise, times BeyondMimic's ranges */              \
-  P(start_mode, 0, 0, 1)             /* 0: drawn over all clips' bins; 1: clip w mod nclip from frame 0 */ \
+  P(start_mode, 0, 0, 2)             /* 0: drawn over all clips' bins; 1: clip w mod nclip from frame 0; */ \
+                                     /* 2: as 1, and the clip plays once (no re-draw at its end: evaluation) */ \
   P(nconmax, 64, 8, 1024)            /* contacts per world (LAFAN1 frames: 29 at most); rows follow */
 #define G1_S(S) S(motion, "lafan1_g1") /* .h5 library, clip directory or clip CSV (asset search path) */
 #define G1_X(X)                                                                       \
@@ -94,7 +98,9 @@ typedef struct G1Data {
   int64_t off_clip_start, off_clip_len, off_clip_bin0;  // int32_t (nclip): first frame, frames, first bin
   int64_t off_bin_clip;          // int32_t (nbin): the clip of a bin
   int64_t off_frames;            // sim_real (nframe, G1_REC)
+  int64_t off_names;             // char (nclip, G1_NAME) clip names (0: none, e.g. a test's own packing)
 } G1Data;
+#define G1_NAME 64
 
 #define G1_ARR(D, type, off) ((const type*)((const char*)(D) + (D)->off))
 SIM_FN const G1Data* g1_data(const EnvTaskCtx* c) { return (const G1Data*)c->data; }
@@ -217,7 +223,8 @@ SIM_FN void g1_tracking_act(const SimModel* m, SimWorld* d, const EnvTaskCtx* c,
   if (lane == 0) {
     uint64_t s = g1_rng_get(c);
     int clip = ENV_S(c, clip)[0];
-    if (ENV_S(c, frame)[0] >= g1_clip_len(D, clip)) {  // the clip has ended: a new start inside the episode
+    // the clip has ended: a new start inside the episode (evaluation: the reference holds its last frame)
+    if (ENV_S(c, frame)[0] >= g1_clip_len(D, clip) && ENV_P(c, start_mode) < 1.5) {
       int f;
       g1_draw_start(c, &s, &clip, &f);
       g1_start(m, d, c, &s, clip, f);
@@ -401,6 +408,45 @@ SIM_FN int g1_tracking_terminated(const SimModel* m, const SimWorld* d, const En
     if (!(sim_fabs(ez) <= (sim_real)ENV_P(c, term_ee_z))) return 1;
   }
   return 0;
+}
+
+// ---- evaluation (start_mode 2; algo/motion_eval.h): per control step, after it ----
+// out[0]: the six tracking terms' weighted sum over the sum of their weights (penalties left out: in [0, 1]);
+// out[1]: the mean distance of the 14 bodies to the reference re-anchored to the robot's anchor, as the body
+// rewards compare them (m); out[2]: the anchor's world distance to the reference anchor (m). Against the frame
+// the step aimed at, as the reward.
+SIM_FN void g1_eval_step(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, double out[3]) {
+  const G1Data* D = g1_data(c);
+  G1Kin k;
+  sim_real tw[6 * G1_NBODY], e[6], pen[3], w[6], is2[6];
+  g1_kin(m, d, D, g1_ref_prev(c), &k);
+  env_body_twists(m, &k.fr, d->qvel, tw);
+  g1_terms(m, d, c, &k, tw, e, pen);
+  g1_weights(c, w, is2);
+  double num = 0, den = 0, mp = 0, dr = 0;
+  for (int i = 0; i < 6; i++) num += (double)w[i] * sim_exp(-e[i] * is2[i]), den += (double)w[i];
+  for (int b = 0; b < G1_NB; b++) {
+    sim_real p[3], off[3];
+    g1_rel_pos(&k, b, p, off);
+    double s2 = 0;
+    for (int i = 0; i < 3; i++) {
+      double x = (double)p[i] - (double)k.xpos[3 * D->body[b] + i];
+      s2 += x * x;
+    }
+    mp += sqrt(s2);
+  }
+  for (int i = 0; i < 3; i++) {
+    double x = (double)k.ref[G1_RPOS + 3 * G1_ANCHOR + i] - (double)k.pa[i];
+    dr += x * x;
+  }
+  out[0] = den > 0 ? num / den : 0, out[1] = mp / G1_NB, out[2] = sqrt(dr);
+}
+// the reference's qpos (root = the pelvis' pose, then the joints) at the frame the last step aimed at
+SIM_FN void g1_eval_ref_qpos(const EnvTaskCtx* c, sim_real* qpos) {
+  const sim_real* r = g1_ref_prev(c);
+  for (int i = 0; i < 3; i++) qpos[i] = r[G1_RPOS + i];
+  for (int i = 0; i < 4; i++) qpos[3 + i] = r[G1_RQUAT + i];
+  for (int j = 0; j < G1_NJ; j++) qpos[7 + j] = r[G1_RJP + j];
 }
 
 // observation noise ranges of BeyondMimic (uniform +-), per observation element (0: none)
@@ -822,7 +868,56 @@ static int g1_pack(const SimModel* m, const MotionLib* lib, void** data, size_t*
   *data = blob, *bytes = total;
   return 0;
 }
+
+// Appends the clip names (G1_NAME bytes each, cut to fit) to a packed blob (evaluation reports clips by name).
+static int g1_add_names(const MotionLib* lib, void** data, size_t* bytes, char* err, size_t errlen) {
+  size_t off = g1_align(*bytes), total = off + (size_t)lib->nclip * G1_NAME;
+  char* blob = (char*)realloc(*data, total);
+  if (!blob) {
+    snprintf(err, errlen, "motion: out of memory (%zu bytes of task data)", total);
+    return -1;
+  }
+  memset(blob + *bytes, 0, total - *bytes);
+  for (int c = 0; c < lib->nclip; c++) snprintf(blob + off + (size_t)c * G1_NAME, G1_NAME, "%s", lib->clip_name[c]);
+  ((G1Data*)blob)->off_names = (int64_t)off;
+  *data = blob, *bytes = total;
+  return 0;
+}
 #endif
+
+// ---- evaluation hooks (EnvTaskEval) ----
+static int g1_eval_nclip(const void* data) { return ((const G1Data*)data)->nclip; }
+static const char* g1_eval_clip_name(const void* data, int clip) {
+  static char fallback[G1_NAME];  // a blob without names (a test's own packing): clip<k>
+  const G1Data* D = (const G1Data*)data;
+  if (D->off_names) return (const char*)D + D->off_names + (size_t)clip * G1_NAME;
+  snprintf(fallback, sizeof(fallback), "clip%d", clip);
+  return fallback;
+}
+// the clip's frames 0 .. T-1, each the target of one step (the reward compares a step with the frame it aimed at)
+static int g1_eval_clip_steps(const void* data, int clip) { return g1_clip_len((const G1Data*)data, clip); }
+static void g1_eval_start(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, int clip) {
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  uint64_t s = 0;  // no draws land: evaluation zeroes every reset range (g1_tracking_eval_.params)
+  g1_start(m, &wd, c, &s, clip, 0);
+  const sim_real* r = g1_ref(g1_data(c), clip, 0);
+  for (int k = 0; k < G1_NJ; k++) wd.qpos[7 + k] = r[G1_RJP + k];  // the reference itself, not clipped to soft limits
+}
+static void g1_eval_host_step(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, double out[3]) {
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  g1_eval_step(m, &wd, c, out);
+}
+static void g1_eval_host_ref_qpos(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, sim_real* qpos) {
+  (void)m, (void)d, (void)w;
+  g1_eval_ref_qpos(c, qpos);
+}
+static const EnvTaskEval g1_tracking_eval_ = {
+    "start_mode=2, reset_pos_xy=0, reset_pos_z=0, reset_rot_rp=0, reset_rot_yaw=0, reset_vel_xy=0, reset_vel_z=0, "
+    "reset_angvel_rp=0, reset_angvel_yaw=0, reset_joint=0, push_max=0, obs_noise=0",
+    "motion", g1_eval_nclip, g1_eval_clip_name, g1_eval_clip_steps, g1_eval_start, g1_eval_host_step,
+    g1_eval_host_ref_qpos};
 
 static int g1_tracking_load_data(const SimModel* m, const double* p, const char* const* s, void** data,
                                  size_t* bytes, char* err, size_t errlen) {
@@ -832,6 +927,7 @@ static int g1_tracking_load_data(const SimModel* m, const double* p, const char*
   memset(&lib, 0, sizeof(lib));
   if (g1_load_motion(s[0], &lib, err, errlen)) return -1;
   int rc = g1_pack(m, &lib, data, bytes, err, errlen);
+  if (!rc) rc = g1_add_names(&lib, data, bytes, err, errlen);
   motion_lib_free(&lib);
   return rc;
 #else
@@ -853,5 +949,5 @@ ENV_TASK_HOST(g1_tracking, {.name = "g1_tracking", .model = "g1/scene_flat.xml",
                             .episode_steps = 500, .frame_skip = G1_FS,
                             .obs_names = g1_tracking_obs_names, .act_names = g1_tracking_act_names,
                             ENV_TASK_TABLE_INFO(g1_tracking), .load_options = g1_tracking_load_options,
-                            .load_data = g1_tracking_load_data G1_CRITIC_INFO})
+                            .load_data = g1_tracking_load_data, .eval = &g1_tracking_eval_ G1_CRITIC_INFO})
 #endif

@@ -1,6 +1,7 @@
 // eval.c: `adjoint eval RUN_DIR|CHECKPOINT`: deterministic policy (mean action), one episode per world;
 // prints mean/std of return and episode length, then the fraction of episodes that terminated early and the
 // task's per-episode statistics (EnvTask.stat_names, e.g. the hopper's forward_speed).
+// With --motions (a motion-tracking task): every clip of the motion data instead (tools/eval_motions.c).
 // Exit codes: 0, 2 bad input, 1 runtime failure.
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "algo/ckpt.h"
 #include "algo/trainer.h"
 #include "tools/cli.h"
+#include "tools/eval_motions.h"
 #include "tools/train_eval.h"
 
 static const char* kEvalUsage =
@@ -19,12 +21,33 @@ static const char* kEvalUsage =
     "  run directory's config.yaml (so a checkpoint copied on its own evaluates too).\n"
     "  --episodes N   episodes (one per world, in parallel; default 16)\n"
     "  --draw K       reset draws (default 0; the trainer chose best.h5 on draw 1: report another)\n"
-    "  --device D     backend (cpu for now)\n";
+    "  --device D     backend (cpu for now)\n"
+    "usage: adjoint eval RUN_DIR|CHECKPOINT.h5 --motions FILE [--clip NAME]... [--max-steps N] [--out DIR]\n"
+    "                    [--save-trajectory FILE.h5] [--device cpu|cuda]\n"
+    "  a motion-tracking task (g1_tracking) on its reference clips: one world per clip, each from its first frame\n"
+    "  at the reference state, deterministic policy, nominal model (no observation noise, pushes, reset noise or\n"
+    "  randomisation), the clip played once. Per clip: the fall (time of the first termination), the normalized\n"
+    "  return (mean over the clip's control steps of the tracking terms' weighted sum over the sum of weights, 0\n"
+    "  after a fall), MPKPE (mean distance of the tracked bodies to the reference re-anchored to the robot's\n"
+    "  anchor, over the steps until the fall or the end, mm) and the anchor drift (world distance to the reference\n"
+    "  anchor, same steps, m); means over clips unweighted. A table on stdout; eval.json and eval.csv in DIR.\n"
+    "  --motions FILE      an HDF5 motion library, a clip directory (with MANIFEST.tsv) or one clip CSV, as the\n"
+    "                      task's `motion` constant takes it (asset search path)\n"
+    "  --clip NAME         only this clip (repeatable; names as the library lists them, e.g. walk1_subject1.csv)\n"
+    "  --max-steps N       score at most N control steps of each clip (0: the full clip)\n"
+    "  --out DIR           where eval.json and eval.csv go (default: the run directory, or the checkpoint's)\n"
+    "  --save-trajectory F HDF5: per clip <clip>/qpos and <clip>/ref_qpos (steps + 1, nq): the robot's qpos at the\n"
+    "                      start and after each control step, and the reference's at the frame that step was\n"
+    "                      scored against; <clip>/fall_step (0: none); dt. tools/render_trajectory.py renders it\n"
+    "  --device cuda       the physics of every clip's world on the GPU (the policy and the scoring on the host;\n"
+    "                      a fallen world is reset there, so its trajectory after the fall shows the reset world)\n";
 
 int eval_main(int argc, char** argv) {
   const char* target = NULL;
   const char* device = "cpu";
-  int episodes = 16, draw = 0;
+  int episodes = 16, draw = 0, max_steps = 0, nclips = 0;
+  const char *motions = NULL, *out_dir = NULL, *trajectory = NULL;
+  const char* clips[EVAL_MAX_CLIPS];
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -35,6 +58,20 @@ int eval_main(int argc, char** argv) {
       if (cli_int(argc, argv, &i, 1, 1 << 20, &episodes)) return 2;
     } else if (!strcmp(a, "--draw")) {
       if (cli_int(argc, argv, &i, 0, 1 << 30, &draw)) return 2;
+    } else if (!strcmp(a, "--motions")) {
+      if (!(motions = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--clip")) {
+      if (nclips == EVAL_MAX_CLIPS) {
+        fprintf(stderr, "adjoint eval: --clip given more than %d times\n", EVAL_MAX_CLIPS);
+        return 2;
+      }
+      if (!(clips[nclips++] = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--max-steps")) {
+      if (cli_int(argc, argv, &i, 0, 1 << 30, &max_steps)) return 2;
+    } else if (!strcmp(a, "--out")) {
+      if (!(out_dir = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--save-trajectory")) {
+      if (!(trajectory = cli_value(argc, argv, &i))) return 2;
     } else if (!strcmp(a, "--device")) {
       if (!(device = cli_value(argc, argv, &i))) return 2;
       if (strcmp(device, "cpu") && strcmp(device, "cuda")) {
@@ -55,8 +92,13 @@ int eval_main(int argc, char** argv) {
     fprintf(stderr, "adjoint eval: missing RUN_DIR or CHECKPOINT\n%s", kEvalUsage);
     return 2;
   }
-  if (strcmp(device, "cpu")) {
-    fprintf(stderr, "adjoint eval: --device %s: evaluation runs on the CPU backend for now\n", device);
+  if (!motions && (nclips || max_steps || out_dir || trajectory)) {
+    fprintf(stderr, "adjoint eval: --clip, --max-steps, --out and --save-trajectory need --motions\n");
+    return 2;
+  }
+  if (strcmp(device, "cpu") && !motions) {
+    fprintf(stderr, "adjoint eval: --device %s: evaluation runs on the CPU backend for now (--motions: cpu|cuda)\n",
+            device);
     return 2;
   }
   char ckpt[4200], dir[4200], config[4300];
@@ -91,6 +133,10 @@ int eval_main(int argc, char** argv) {
   } else if (rc) {
     fprintf(stderr, "adjoint eval: %s\n", err);
     return 2;
+  }
+  if (motions) {
+    EvalMotionsOptions mo = {ckpt, &c, motions, clips, nclips, max_steps, out_dir ? out_dir : dir, trajectory, device};
+    return eval_motions_run(&mo);
   }
   rc = trainer_eval(ckpt, &c, episodes, draw, &r, err, sizeof(err));
   if (rc) {

@@ -17,10 +17,11 @@ if [ -n "$missing" ]; then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-# onnx + onnxruntime: test-only (nn_export_onnx runs the exported policy in a real ONNX consumer)
-if ! .venv/bin/python -c 'import mujoco, numpy, onnx, onnxruntime, sys; sys.exit(mujoco.__version__ != "3.12.0")' 2>/dev/null; then
-  echo "quickstart: installing mujoco==3.12.0 (and test-only onnx, onnxruntime) into .venv"
-  .venv/bin/pip install -q mujoco==3.12.0 numpy onnx onnxruntime
+# onnx + onnxruntime: test-only (nn_export_onnx runs the exported policy in a real ONNX consumer); h5py reads
+# trajectories (tools/render_trajectory.py, tests/eval_motions_check.py), matplotlib draws tools/eval_plot.py's plots
+if ! .venv/bin/python -c 'import mujoco, numpy, onnx, onnxruntime, h5py, matplotlib, sys; sys.exit(mujoco.__version__ != "3.12.0")' 2>/dev/null; then
+  echo "quickstart: installing mujoco==3.12.0, h5py, matplotlib (and test-only onnx, onnxruntime) into .venv"
+  .venv/bin/pip install -q mujoco==3.12.0 numpy onnx onnxruntime h5py matplotlib
 fi
 
 # CUDA is optional: where nvcc exists the CUDA backend is compiled too (GPU tests skip without a device)
