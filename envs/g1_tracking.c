@@ -660,7 +660,7 @@ SIM_FN void g1_tracking_shared_update(const SimModel* m, const EnvTaskCtx* c, co
                            lane, nlane);
   if (report && lane == 0) {
     int n = 0;
-    for (int w = 0; w < nworld; w++) n += report[w] >= 0;
+    for (int w = 0; w < nworld; w++) n += report[w] >= 0 && report[w] < D->nbin;
     st[3] += n;
   }
 }
