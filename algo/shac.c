@@ -279,7 +279,7 @@ static int cmp_float(const void* a, const void* b) {
 }
 
 // the task context of world w at the recorded state sp, with the carried state cotangent
-#define ctx(env, sp, w) (&(EnvTaskCtx){(env)->param, (env)->data, (sp), s->ngrad ? s->dsp : NULL, (w)})
+#define ctx(env, sp, w) (&(EnvTaskCtx){(env)->param, (env)->data, (sp), s->ngrad ? s->dsp : NULL, (w), NULL})
 
 // Steps 1-3: rollout from the carried state, actor loss (returned) and its gradient: s->gsum (BPTT, unless the
 // target-action regression is on), s->gtarget (dL/da per step and world, clipped), s->mu, s->nobs, s->tgt inputs.

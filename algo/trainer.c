@@ -20,7 +20,7 @@
 
 _Static_assert(sizeof(sim_real) == sizeof(float), "the trainer runs the float32 engine (sim_real = float)");
 
-#define MAX_TENSORS 64
+#define MAX_TENSORS 96
 
 static int mkdir_p(const char* dir) {
   char buf[4096];
@@ -99,6 +99,21 @@ static int env_tensors(EnvBatch* e, CkTensor* t, int n, int max) {
     snprintf(names[k], sizeof(names[k]), "env/task/%s", in->state[k].name);
     int c = in->state[k].count;
     n = ckpt_add(t, n, max, names[k], in->state[k].is_int ? CK_I32 : CK_F32, e->state[k], N, c > 1 ? c : 0);
+  }
+  // the task-shared state (e.g. the start sampler's statistics) and, where the batch has them, the worlds' own
+  // parameters (e.g. drawn at their last reset): neither exists for a task without, nothing changes there
+  static char gnames[ENV_MAX_SHARED][80];
+  for (int k = 0; k < in->nshared; k++) {
+    snprintf(gnames[k], sizeof(gnames[k]), "env/shared/%s", in->shared[k].name);
+    n = ckpt_add(t, n, max, gnames[k], in->shared[k].is_int ? CK_I32 : CK_F64, e->shared[k], e->shared_count[k], 0);
+  }
+  if (m->prm) {
+    n = ckpt_add(t, n, max, "env/prm_body_mass", CK_F32, d->prm_body_mass, N, m->nbody);
+    n = ckpt_add(t, n, max, "env/prm_body_subtreemass", CK_F32, d->prm_body_subtreemass, N, m->nbody);
+    n = ckpt_add(t, n, max, "env/prm_body_ipos", CK_F32, d->prm_body_ipos, N, 3 * m->nbody);
+    n = ckpt_add(t, n, max, "env/prm_geom_friction", CK_F32, d->prm_geom_friction, N, 3 * m->ngeom);
+    n = ckpt_add(t, n, max, "env/geo_prm_body_ipos", CK_F64, d->geo_prm_body_ipos, N, 3 * m->nbody);
+    n = ckpt_add(t, n, max, "env/prm_body_mass_f64", CK_F64, d->prm_body_mass_f64, N, m->nbody);
   }
   return n;
 }
@@ -217,12 +232,13 @@ static FILE* open_csv(const char* path, const char* header, int64_t keep, int re
   return f;
 }
 
-static FILE* open_metrics(const char* path, const AlgoOps* ops, int64_t keep, int resume, double* elapsed, char* err,
-                          size_t errlen) {
+static FILE* open_metrics(const char* path, const AlgoOps* ops, const EnvTaskInfo* ti, int64_t keep, int resume,
+                          double* elapsed, char* err, size_t errlen) {
   char header[8192];
   size_t n = 0;
   for (int i = 0; i < NTR; i++) n += snprintf(header + n, sizeof(header) - n, "%s%s", i ? "," : "", kTrainerCols[i]);
   for (int i = 0; i < ops->n_metrics; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", ops->metric_names[i]);
+  for (int i = 0; i < ti->nmetric; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", ti->metric_names[i]);
   for (int i = 0; i < NTIME; i++) n += snprintf(header + n, sizeof(header) - n, ",%s", kTimeCols[i]);
   snprintf(header + n, sizeof(header) - n, "\n");
   return open_csv(path, header, keep, resume, NULL, NULL, elapsed, err, errlen);
@@ -492,7 +508,7 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
   }
   snprintf(path, sizeof(path), "%s/metrics.csv", o->run_dir);
   double elapsed0 = 0;  // a resumed run's elapsed continues from its last kept metrics row
-  metrics = open_metrics(path, ops, ts.iteration, o->resume, &elapsed0, err, errlen);
+  metrics = open_metrics(path, ops, &env->task->info, ts.iteration, o->resume, &elapsed0, err, errlen);
   if (!metrics) {
     rc = TRAIN_ERUN;
     goto done;
@@ -513,12 +529,17 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     if ((rc = motion_evals_open(&mcsv, o, ts.iteration, err, errlen))) goto done;
   }
 
-  int ncol = NTR + ops->n_metrics + NTIME;
-  const char* tags[NTR + ALGO_MAX_METRICS + NTIME];
-  char tagbuf[NTR + ALGO_MAX_METRICS + NTIME][64];
+  // columns: the trainer's, the algorithm's metrics, the task's (EnvTaskInfo.metrics), the times
+  const int NA = ops->n_metrics, NK = env->task->info.nmetric, NM = NA + NK;
+  int ncol = NTR + NM + NTIME;
+  const char* tags[NTR + ALGO_MAX_METRICS + ENV_MAX_TASK_METRICS + NTIME];
+  char tagbuf[NTR + ALGO_MAX_METRICS + ENV_MAX_TASK_METRICS + NTIME][64];
   for (int i = 0; i < ncol; i++) {
-    const char* nm = i < NTR ? kTrainerCols[i] : (i < NTR + ops->n_metrics ? ops->metric_names[i - NTR] : kTimeCols[i - NTR - ops->n_metrics]);
-    const char* grp = i < NTR ? "train" : (i < NTR + ops->n_metrics ? c->algo_name : "perf");
+    const char* nm = i < NTR ? kTrainerCols[i]
+                     : i < NTR + NA ? ops->metric_names[i - NTR]
+                     : i < NTR + NM ? env->task->info.metric_names[i - NTR - NA]
+                                    : kTimeCols[i - NTR - NM];
+    const char* grp = i < NTR ? "train" : i < NTR + NA ? c->algo_name : i < NTR + NM ? "task" : "perf";
     snprintf(tagbuf[i], 64, "%s/%s", grp, nm);
     tags[i] = tagbuf[i];
   }
@@ -544,15 +565,16 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     double dt = algo_now() - t0;
     double ret, len;
     env_recent_stats(env, &ret, &len);
-    double row[NTR + ALGO_MAX_METRICS + NTIME];
+    double row[NTR + ALGO_MAX_METRICS + ENV_MAX_TASK_METRICS + NTIME];
     row[0] = (double)ts.iteration, row[1] = (double)ts.env_steps, row[2] = ret, row[3] = len;
     row[4] = (double)env->stats[0], row[5] = (double)(env->stats[1] - nan_before);
     row[6] = (env->reward_total - rew_before) / (double)steps_per_it;
     if (ops->overflow) ops->overflow(algo, &row[7], &row[8]);
     else overflow_totals(env, &row[7], &row[8]);
     row[7] -= con_before, row[8] -= rows_before;
-    for (int i = 0; i < ops->n_metrics; i++) row[NTR + i] = am[i];
-    double* tr = row + NTR + ops->n_metrics;
+    for (int i = 0; i < NA; i++) row[NTR + i] = am[i];
+    env_task_metrics(env, row + NTR + NA);  // from the shared state (a device backend refreshed its mirror)
+    double* tr = row + NTR + NM;
     tr[0] = steps_per_it / dt, tr[1] = tm.sim, tr[2] = tm.backward, tr[3] = tm.networks;
     tr[4] = dt - tm.sim - tm.backward - tm.networks, tr[5] = dt, tr[6] = algo_now() - start;
     fprintf(metrics, "%lld,%lld", (long long)ts.iteration, (long long)ts.env_steps);
@@ -560,8 +582,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     fputc('\n', metrics);
     fflush(metrics);
     if (tb) {  // finite values only (no return before the first finished episode)
-      const char* ft[NTR + ALGO_MAX_METRICS + NTIME];
-      double fv[NTR + ALGO_MAX_METRICS + NTIME];
+      const char* ft[NTR + ALGO_MAX_METRICS + ENV_MAX_TASK_METRICS + NTIME];
+      double fv[NTR + ALGO_MAX_METRICS + ENV_MAX_TASK_METRICS + NTIME];
       int nf = 0;
       for (int i = 1; i < ncol; i++)  // everything but the iteration (the event's step)
         if (isfinite(row[i])) ft[nf] = tags[i], fv[nf++] = row[i];

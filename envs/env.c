@@ -27,6 +27,25 @@ const char* env_task_names(void) { return ENV_TASK_NAMES; }
 
 void env_task_ctx(const EnvBatch* e, int w, EnvTaskCtx* c) {
   c->p = e->param, c->data = e->data, c->s = e->state, c->ds = NULL, c->w = w;
+  c->g = e->task->info.nshared ? e->shared : NULL;
+}
+
+size_t env_shared_bytes(const EnvBatch* e, int k) {
+  return (size_t)e->shared_count[k] * (e->task->info.shared[k].is_int ? 4 : 8);
+}
+
+void env_shared_update(EnvBatch* e, const int32_t* report) {
+  const EnvTaskInfo* in = &e->task->info;
+  if (!in->nshared || !in->shared_fns) return;
+  EnvTaskCtx c;
+  env_task_ctx(e, 0, &c);
+  c.s = NULL;  // no world
+  in->shared_fns->update(e->m, &c, report, e->nworld);
+}
+
+void env_task_metrics(const EnvBatch* e, double* out) {
+  const EnvTaskInfo* in = &e->task->info;
+  if (in->nmetric > 0 && in->metrics) in->metrics(e->param, e->data, e->shared, out);
 }
 
 size_t env_state_row_bytes(const EnvTask* tk, int k) { return (size_t)tk->info.state[k].count * 4; }
@@ -50,9 +69,12 @@ static int parse_task_params(const EnvTask* tk, const char* spec, double* p, cha
                              size_t errlen) {
   const EnvTaskInfo* in = &tk->info;
   if (in->nparam < 0 || in->nparam > ENV_MAX_PARAMS || in->nstr < 0 || in->nstr > ENV_MAX_STRS || in->nstate < 0 ||
-      in->nstate > ENV_MAX_STATE) {
-    snprintf(err, errlen, "task %s: %d constants, %d strings, %d state fields (at most %d, %d, %d)", in->name,
-             in->nparam, in->nstr, in->nstate, ENV_MAX_PARAMS, ENV_MAX_STRS, ENV_MAX_STATE);
+      in->nstate > ENV_MAX_STATE || in->nshared < 0 || in->nshared > ENV_MAX_SHARED || in->nmetric < 0 ||
+      in->nmetric > ENV_MAX_TASK_METRICS || (in->nshared && (!in->shared_size || !in->shared_fns))) {
+    snprintf(err, errlen, "task %s: %d constants, %d strings, %d state fields, %d shared fields, %d metrics (at most "
+             "%d, %d, %d, %d, %d; shared fields need their size and functions)", in->name, in->nparam, in->nstr,
+             in->nstate, in->nshared, in->nmetric, ENV_MAX_PARAMS, ENV_MAX_STRS, ENV_MAX_STATE, ENV_MAX_SHARED,
+             ENV_MAX_TASK_METRICS);
     return -1;
   }
   for (int i = 0; i < ENV_MAX_PARAMS; i++) p[i] = i < in->nparam ? in->params[i].def : 0;
@@ -211,6 +233,12 @@ static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, in
     sim_free_mjmodel(mj);
     return -1;
   }
+  if (tk->info.uses_params && tk->info.uses_params(tparam) && sim_params_enable(m)) {
+    snprintf(err, errlen, "task %s: cannot enable per-world parameters", task);
+    sim_model_free(m);
+    sim_free_mjmodel(mj);
+    return -1;
+  }
   SimData* d = NULL;
   if (sim_data_create(m, nworld, &d)) {
     snprintf(err, errlen, "task %s: cannot allocate %d worlds", task, nworld);
@@ -241,6 +269,19 @@ static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, in
     snprintf(err, errlen, "task %s: %s", task, msg);
     return -1;
   }
+  if (tk->info.nshared) {  // task-shared state, sized from the data, zeroed (then initialised below)
+    int cnt[ENV_MAX_SHARED] = {0};
+    if (tk->info.shared_size(tparam, e->data, cnt, msg, sizeof(msg))) {
+      env_destroy(e);
+      snprintf(err, errlen, "task %s: %s", task, msg);
+      return -1;
+    }
+    for (int k = 0; k < tk->info.nshared; k++) {
+      e->shared_count[k] = cnt[k] > 0 ? cnt[k] : 1;
+      if (!(e->shared[k] = calloc(1, env_shared_bytes(e, k)))) nomem = 1;
+    }
+    if (!(e->report = (int32_t*)calloc((size_t)nworld, sizeof(int32_t)))) nomem = 1;
+  }
   e->t = (int32_t*)calloc((size_t)nworld, sizeof(int32_t));
   e->rng = (uint64_t*)calloc((size_t)nworld, sizeof(uint64_t));
   e->nan_seen = (int32_t*)calloc((size_t)nworld, sizeof(int32_t));
@@ -263,6 +304,7 @@ static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, in
     snprintf(err, errlen, "task %s: out of memory", task);
     return -1;
   }
+  env_shared_update(e, NULL);  // the shared state's derived arrays before the first resets read them
   // world w's reset stream: splitmix64 of (seed, w), so worlds are independent of nworld
   for (int w = 0; w < nworld; w++) {
     uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(w + 1);
@@ -289,6 +331,8 @@ void env_destroy(EnvBatch* e) {
   free(e->reward), free(e->terminated), free(e->truncated), free(e->final_obs);
   free(e->final_qpos), free(e->final_qvel), free(e->final_ctrl), free(e->final_stats);
   for (int k = 0; k < ENV_MAX_STATE; k++) free(e->state[k]), free(e->final_state[k]);
+  for (int k = 0; k < ENV_MAX_SHARED; k++) free(e->shared[k]);
+  free(e->report);
   if (!e->data_shared) free(e->data);
   free(e);
 }
@@ -310,6 +354,11 @@ int env_enable_gradients(EnvBatch* e, int ntape) {
   COPY(nan_count, 1);
   COPY(ncon_overflow, 1);
   COPY(nefc_overflow, 1);
+  if (m->prm) {  // the worlds' own parameters (e.g. drawn at their last reset)
+#define X(type, name, count, width) memcpy(nd->name, d->name, sizeof(type) * N * (size_t)m->count * (width));
+    SIM_DATA_FIELDS_PARAM
+#undef X
+  }
 #undef COPY
   sim_data_free(d);
   e->d = nd;
@@ -357,6 +406,8 @@ void env_step(EnvBatch* e, const sim_real* act) {
   if (tk->info.needs_kinematics) sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);
   e->nan_last = 0;
   int reset_any = 0;
+  // a task with shared state resets after its shared update (which sees every world's end first)
+  const EnvTaskSharedFns* shf = tk->info.nshared ? tk->info.shared_fns : NULL;
   for (int w = 0; w < e->nworld; w++) {
     EnvTaskCtx c;
     env_task_ctx(e, w, &c);
@@ -375,6 +426,7 @@ void env_step(EnvBatch* e, const sim_real* act) {
     e->truncated[w] = (uint8_t)trunc;
     e->ep_return[w] += r;
     e->reward_total += r;
+    if (shf) e->report[w] = shf->report(e->m, e->d, w, &c, term ? 1 : trunc ? 2 : 0);
     if (term || trunc) {
       memcpy(e->final_obs + (size_t)w * O, o, sizeof(sim_real) * (size_t)O);
       if (tk->info.critic)
@@ -402,10 +454,19 @@ void env_step(EnvBatch* e, const sim_real* act) {
       e->stats[0]++;
       if (bad) e->stats[1]++, e->nan_last++;
       if (e->hold) continue;
-      reset_world(e, w);
       reset_any = 1;
+      if (shf) continue;
+      reset_world(e, w);
       if (!tk->info.needs_kinematics) observe_reset(e, w);
     }
+  }
+  if (shf) {
+    env_shared_update(e, e->report);
+    for (int w = 0; w < e->nworld && !e->hold; w++)
+      if (e->terminated[w] || e->truncated[w]) {
+        reset_world(e, w);
+        if (!tk->info.needs_kinematics) observe_reset(e, w);
+      }
   }
   if (reset_any && tk->info.needs_kinematics) {
     sim_run_stage(e->m, e->d, SIM_STAGE_KINEMATICS);

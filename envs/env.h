@@ -17,7 +17,13 @@
 //                                                   written as ENV_S(c, name)[i]; grad 1: gradients flow through
 //                                                   it (its cotangent is ENV_DS(c, name), see the VJPs)
 // and ENV_TASK_FIELDS(<TASK>_PARAMS, <TASK>_STATE) (one task per translation unit) makes the enums behind the
-// accessors. The read-only task data (e.g. a motion library) is one flat blob that EnvTaskInfo.load_data builds
+// accessors. A task may also keep state shared by all worlds (e.g. a start sampler's failure statistics):
+//   <TASK>_SHARED(G)   G(type, name)                task-shared arrays (type double or int32_t), one for the
+//                                                   whole batch, sized at create by EnvTaskInfo.shared_size
+//                                                   from the constants and the task data; read as
+//                                                   ENV_G(c, name)[i] (per-world functions only read them)
+// declared by ENV_TASK_SHARED(<TASK>_SHARED) and written only by the task's shared update, once per control
+// step after every world's termination and before the auto-resets (see ENV_TASK_SHARED_FNS below). The read-only task data (e.g. a motion library) is one flat blob that EnvTaskInfo.load_data builds
 // at create from the constants and strings (offsets, never pointers, inside it: it is uploaded to the GPU once
 // as it is); tasks read it as c->data. The tables drive allocation, resets (state is zeroed, then <task>_reset
 // runs), the GPU mirror (envs/env_cuda.cu) and checkpoints ("env/task/<name>" per state field).
@@ -93,7 +99,7 @@ SIM_FN double env_rng_normal(uint64_t* s) {
 }
 
 // ---- the task's fields (header): what its per-world functions see beside the engine ----
-#define ENV_MAX_PARAMS 32   // numeric constants of a task
+#define ENV_MAX_PARAMS 48   // numeric constants of a task
 #define ENV_MAX_STRS 4      // string constants of a task
 #define ENV_STR_MAX 256     // bytes of one string constant, NUL included
 #define ENV_MAX_STATE 16    // per-world state fields of a task
@@ -104,6 +110,7 @@ typedef struct EnvTaskCtx {
   void* const* s;    // per-world state fields in table order, field-major (nworld, count) each (ENV_S)
   void* const* ds;   // their cotangents (grad fields only; others NULL), same layout; NULL: none carried
   int w;             // this world's row in s and ds
+  void* const* g;    // task-shared state in table order (ENV_G); NULL: none (e.g. inside a VJP)
 } EnvTaskCtx;
 
 #define ENV_P(c, name) ((c)->p[ENVP_##name])
@@ -122,10 +129,26 @@ typedef struct EnvTaskCtx {
   STATE(ENV_SDECL_)
 #define ENV_NO_FIELDS(X)  // an empty table
 
+// ---- task-shared state: ENV_TASK_SHARED(<TASK>_SHARED) after ENV_TASK_FIELDS, ENV_G(c, name) ----
+#define ENV_MAX_SHARED 8  // task-shared fields of a task
+#define ENV_G(c, name) ((ENVGT_##name*)(c)->g[ENVG_##name])
+#define ENV_GENUM_(type, name) ENVG_##name,
+#define ENV_GDECL_(type, name) typedef type ENVGT_##name;
+#define ENV_TASK_SHARED(SHARED)            \
+  enum { SHARED(ENV_GENUM_) ENVG_COUNT }; \
+  SHARED(ENV_GDECL_)
+// the one-block barrier of a shared update (CUDA: every thread of the block; CPU: one lane, nothing to wait for)
+#ifdef __CUDA_ARCH__
+#define ENV_BLOCK_SYNC() __syncthreads()
+#else
+#define ENV_BLOCK_SYNC() ((void)0)
+#endif
+
 // host descriptions of the fields (EnvTaskInfo), made from the same tables by ENV_TASK_TABLES
 typedef struct { const char* name; double def, lo, hi; } EnvParamDesc;
 typedef struct { const char* name; const char* def; } EnvStrDesc;
 typedef struct { const char* name; int is_int; int count; int grad; } EnvStateDesc;  // is_int: int32_t, else sim_real
+typedef struct { const char* name; int is_int; } EnvSharedDesc;  // is_int: int32_t, else double
 #define ENV_PDESC_(name, def, lo, hi) {#name, def, lo, hi},
 #define ENV_SDESC_(name, def) {#name, def},
 #define ENV_XDESC_(type, name, count, grad) {#name, sizeof(type) == sizeof(int32_t) && (type)0.5 == 0, count, grad},
@@ -134,6 +157,10 @@ typedef struct { const char* name; int is_int; int count; int grad; } EnvStateDe
   static const EnvParamDesc task##_params_[ENVP_COUNT + 1] = {PARAMS(ENV_PDESC_){NULL, 0, 0, 0}}; \
   static const EnvStrDesc task##_strs_[] = {STRINGS(ENV_SDESC_){NULL, NULL}};                 \
   static const EnvStateDesc task##_state_[ENVS_COUNT + 1] = {STATE(ENV_XDESC_){NULL, 0, 0, 0}};
+#define ENV_GDESC_(type, name) {#name, sizeof(type) == sizeof(int32_t)},
+// the static table task_shared_ of a task with shared state (ENV_TASK_SHARED_INFO puts it in EnvTaskInfo)
+#define ENV_TASK_SHARED_TABLE(task, SHARED) \
+  static const EnvSharedDesc task##_shared_[ENVG_COUNT + 1] = {SHARED(ENV_GDESC_){NULL, 0}};
 #define ENV_TASK_TABLE_INFO(task)                                                                            \
   .nparam = ENVP_COUNT, .params = task##_params_,                                                            \
   .nstr = (int)(sizeof(task##_strs_) / sizeof(task##_strs_[0])) - 1, .strs = task##_strs_, \
@@ -385,7 +412,23 @@ typedef struct EnvTaskInfo {
   // optional (NULL: none): evaluation on the task's reference motions (`adjoint eval --motions`, the trainer's
   // run.eval_motions), for a task that tracks clips
   const struct EnvTaskEval* eval;
+  // optional (ENV_TASK_SHARED_INFO; 0 / NULL: none): task-shared state, its table, the element counts of its
+  // fields under the constants p and the task data (called once, after load_data: count[k] >= 1; 0, or non-zero
+  // with a message), and the host table of its functions
+  int nshared;                  // <= ENV_MAX_SHARED
+  const EnvSharedDesc* shared;  // (nshared)
+  int (*shared_size)(const double* p, const void* data, int* count, char* err, size_t errlen);
+  const struct EnvTaskSharedFns* shared_fns;
+  // optional (0 / NULL: none): the task's own per-iteration metrics, read from its shared state (the trainer
+  // logs them after the algorithm's: metrics.csv columns and TensorBoard task/<name>)
+  int nmetric;                      // <= ENV_MAX_TASK_METRICS
+  const char* const* metric_names;  // (nmetric)
+  void (*metrics)(const double* p, const void* data, void* const* shared, double* out /*(nmetric)*/);
+  // optional (NULL: never): 1 when the worlds need per-world parameters (sim_params_enable) under the constants
+  // p, e.g. domain randomisation that the task's reset writes into the world's prm_* arrays
+  int (*uses_params)(const double* p);
 } EnvTaskInfo;
+#define ENV_MAX_TASK_METRICS 8
 
 // host-side table of a motion-tracking task's evaluation (algo/motion_eval.h runs it): one clip per world, from
 // its first frame at the reference state, on the nominal model
@@ -502,7 +545,40 @@ typedef struct EnvTask {
   const EnvTask env_task_##task = {__VA_ARGS__, ENV_TASK_HOST_ROWS_(task), nstat_, names_,                    \
                                    task##_host_episode_stats};
 
+// host-side table of a task's shared-state functions (ENV_TASK_SHARED_FNS)
+typedef struct EnvTaskSharedFns {
+  int32_t (*report)(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, int ended);
+  void (*update)(const SimModel* m, const EnvTaskCtx* c, const int32_t* report, int nworld);
+} EnvTaskSharedFns;
+
+// Task-shared state (ENV_TASK_SHARED above): after its per-world functions, ENV_TASK_SHARED_FNS(task) over
+//   int32_t <task>_report(const SimModel*, const SimWorld*, const EnvTaskCtx* c, int ended)
+//       every world, after its reward and termination, before any auto-reset (c: the world's state as the step
+//       left it); ended: 0 running, 1 terminated (a failure: early termination, non-finite resets included),
+//       2 time limit. Its value goes to the shared update
+//   void    <task>_shared_update(const SimModel*, const EnvTaskCtx* c, const int32_t* report /*(nworld)*/,
+//                                int nworld, int lane, int nlane)
+//       once per control step (report: every world's value, in world order) and once at create (report NULL:
+//       the derived arrays from zeroed state); c holds the constants, data and shared state (no world). The
+//       CPU runs it with one lane, the GPU in one block (lane = thread, nlane = the block's threads): phases
+//       end with ENV_BLOCK_SYNC(), and a result must not depend on nlane (fixed-order loops, no atomics), so
+//       that both give the same bits. Resets then read the new state.
+// and ENV_TASK_SHARED_INFO(task, size_fn) in its EnvTaskInfo (with ENV_TASK_SHARED_TABLE in the host part).
+#define ENV_TASK_SHARED_INFO(task, size_fn) \
+  .nshared = ENVG_COUNT, .shared = task##_shared_, .shared_size = (size_fn), .shared_fns = &task##_sharedfns_
+
 #ifndef __CUDACC__
+#define ENV_TASK_SHARED_FNS(task)                                                                             \
+  static int32_t task##_host_report(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c, int ended) {   \
+    SimWorld wd;                                                                                              \
+    sim_world(m, d, w, &wd);                                                                                  \
+    return task##_report(m, &wd, c, ended);                                                                   \
+  }                                                                                                           \
+  static void task##_host_shared_update(const SimModel* m, const EnvTaskCtx* c, const int32_t* r, int n) {    \
+    task##_shared_update(m, c, r, n, 0, 1);                                                                   \
+  }                                                                                                           \
+  static const EnvTaskSharedFns task##_sharedfns_ = {task##_host_report, task##_host_shared_update};
+
 // ENV_TASK_CRITIC(task) on the host: the table task_critic_ over <task>_observe_critic(_vjp)
 #define ENV_TASK_CRITIC(task)                                                                                 \
   static void task##_host_observe_critic(const SimModel* m, SimData* d, int w, const EnvTaskCtx* c,           \
@@ -539,6 +615,9 @@ typedef struct EnvBatch {
   void* data;                           // read-only task data (load_data's blob; NULL: none)
   size_t data_bytes;
   int data_shared;                      // 1: data belongs to another batch (env_create_like)
+  void* shared[ENV_MAX_SHARED];         // task-shared state (checkpointed): field k holds shared_count[k]
+  int shared_count[ENV_MAX_SHARED];     // elements (double or int32_t, EnvTaskInfo.shared[k])
+  int32_t* report;                      // (nworld) the last step's <task>_report values (tasks with shared state)
   // carried state (checkpointed), world-major
   void* state[ENV_MAX_STATE];  // per-world task state, field-major: field k is (nworld, state[k].count)
   int32_t* t;           // (nworld) control steps into the running episode
@@ -606,6 +685,13 @@ void env_recent_stats(const EnvBatch* e, double* mean_return, double* mean_lengt
 // Evaluation starts (the task's EnvTaskInfo.eval): world w reset, then put at clip[w]'s first frame (its
 // eval->start), step counter and return zeroed, observations refreshed. 0, or -1 when the task has no eval table.
 int env_eval_start(EnvBatch* e, const int* clip);
+// The task's shared update with the reports report (nworld; NULL: initialise), as env_step runs it between the
+// terminations and the resets (a no-op for a task without shared state).
+void env_shared_update(EnvBatch* e, const int32_t* report);
+// Bytes of shared field k (count x 8 for double, x 4 for int32_t).
+size_t env_shared_bytes(const EnvBatch* e, int k);
+// The task's metrics now (EnvTaskInfo.metrics; nothing for a task without): out has nmetric elements.
+void env_task_metrics(const EnvBatch* e, double* out);
 
 #ifdef __cplusplus
 }
@@ -622,6 +708,30 @@ struct EnvCritic {
   static __device__ __forceinline__ void observe_vjp(const SimModel*, const SimWorld*, const EnvTaskCtx*,
                                                      const sim_real*, sim_real*, sim_real*) {}
 };
+// ENV_TASK_SHARED_FNS(task) on the device: EnvShared<EnvSharedTag_task> over the task's shared functions (the
+// step launcher runs the update in one block between the step kernel and the resets); without: on = 0
+template <class Tag>
+struct EnvShared {
+  enum { on = 0 };
+  static __device__ __forceinline__ int32_t report(const SimModel*, const SimWorld*, const EnvTaskCtx*, int) {
+    return -1;
+  }
+  static __device__ __forceinline__ void update(const SimModel*, const EnvTaskCtx*, const int32_t*, int, int, int) {}
+};
+#define ENV_TASK_SHARED_FNS(task)                                                                                   \
+  struct EnvSharedTag_##task;                                                                                       \
+  template <>                                                                                                       \
+  struct EnvShared<EnvSharedTag_##task> {                                                                           \
+    enum { on = 1 };                                                                                                \
+    static __device__ __forceinline__ int32_t report(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c,      \
+                                                     int ended) {                                                   \
+      return task##_report(m, d, c, ended);                                                                         \
+    }                                                                                                               \
+    static __device__ __forceinline__ void update(const SimModel* m, const EnvTaskCtx* c, const int32_t* r, int n,  \
+                                                  int l, int nl) {                                                  \
+      task##_shared_update(m, c, r, n, l, nl);                                                                      \
+    }                                                                                                               \
+  };
 #define ENV_TASK_CRITIC(task)                                                                                       \
   struct EnvCriticTag_##task;                                                                                       \
   template <>                                                                                                       \

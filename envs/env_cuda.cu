@@ -203,7 +203,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   // the task's fields: constants by value, data uploaded once here, per-world state mirrored by upload/download
   const EnvTaskInfo* ti = &host->task->info;
   memcpy(E->param, host->param, sizeof(E->param));
-  size_t fsz = al256(host->data_bytes), foff[ENV_MAX_STATE];
+  size_t fsz = al256(host->data_bytes), foff[ENV_MAX_STATE], goff[ENV_MAX_SHARED], shsz = 0;
   E->nst = ti->nstate;
   for (int f = 0; f < ti->nstate; f++) {
     E->st_words[f] = ti->state[f].count;
@@ -211,6 +211,13 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
     E->st_grad[f] = ti->state[f].grad && !ti->state[f].is_int, E->ngrad += E->st_grad[f];
     foff[f] = fsz, fsz += al256(env_state_row_bytes(host->task, f) * n);
   }
+  E->nsh = ti->nshared;  // task-shared state and the per-world reports (env.h)
+  for (int k = 0; k < ti->nshared; k++) {
+    goff[k] = fsz, fsz += al256(env_shared_bytes(host, k));
+    e->shared_off[k] = shsz, e->shared_bytes[k] = env_shared_bytes(host, k), shsz += al256(e->shared_bytes[k]);
+  }
+  size_t roff = fsz;
+  if (ti->nshared) fsz += al256(4 * n);
   if (fsz && (cudaMalloc(&e->fields, fsz) != cudaSuccess || cudaMemset(e->fields, 0, fsz) != cudaSuccess ||
               (host->data_bytes &&
                cudaMemcpy(e->fields, host->data, host->data_bytes, cudaMemcpyHostToDevice) != cudaSuccess))) {
@@ -220,6 +227,13 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   }
   E->data = host->data_bytes ? e->fields : NULL;
   for (int f = 0; f < ti->nstate; f++) E->st[f] = (char*)e->fields + foff[f];
+  for (int k = 0; k < ti->nshared; k++) E->sh[k] = (char*)e->fields + goff[k];
+  E->report = ti->nshared ? (int*)((char*)e->fields + roff) : NULL;
+  if (shsz && cudaMallocHost(&e->shared_host, shsz) != cudaSuccess) {
+    snprintf(err, errlen, "CUDA environment: pinned shared state: %s", cudaGetErrorString(cudaGetLastError()));
+    env_cuda_destroy(e);
+    return -1;
+  }
   if (env_cuda_upload(e, host)) {
     snprintf(err, errlen, "CUDA environment: %s", e->err);
     env_cuda_destroy(e);
@@ -235,6 +249,7 @@ extern "C" void env_cuda_destroy(EnvCuda* e) {
   cudaFree(e->block);
   cudaFree(e->fields);
   if (e->stats_host) cudaFreeHost(e->stats_host);
+  if (e->shared_host) cudaFreeHost(e->shared_host);
   free(e);
 }
 
@@ -253,6 +268,8 @@ extern "C" int env_cuda_upload(EnvCuda* e, const EnvBatch* h) {
   CU(cudaMemcpy(E->ep_return, h->ep_return, 8 * n, cudaMemcpyHostToDevice));
   for (int f = 0; f < E->nst; f++)
     CU(cudaMemcpy(E->st[f], h->state[f], 4 * n * E->st_words[f], cudaMemcpyHostToDevice));
+  for (int k = 0; k < E->nsh; k++)
+    CU(cudaMemcpy(E->sh[k], h->shared[k], e->shared_bytes[k], cudaMemcpyHostToDevice));
   EnvCudaStats* s = e->stats_host;
   memset(s, 0, sizeof(*s));
   s->stats[0] = h->stats[0], s->stats[1] = h->stats[1];
@@ -279,6 +296,8 @@ extern "C" int env_cuda_download(EnvCuda* e, EnvBatch* h) {
   CU(cudaMemcpy(h->ep_return, E->ep_return, 8 * n, cudaMemcpyDeviceToHost));
   for (int f = 0; f < E->nst; f++)
     CU(cudaMemcpy(h->state[f], E->st[f], 4 * n * E->st_words[f], cudaMemcpyDeviceToHost));
+  for (int k = 0; k < E->nsh; k++)
+    CU(cudaMemcpy(h->shared[k], E->sh[k], e->shared_bytes[k], cudaMemcpyDeviceToHost));
   EnvCudaStats* s = e->stats_host;
   CU(cudaMemcpy(s, E->stats, sizeof(*s), cudaMemcpyDeviceToHost));
   h->stats[0] = s->stats[0], h->stats[1] = s->stats[1];
@@ -348,6 +367,9 @@ extern "C" int env_cuda_stats_begin(EnvCuda* e) {
   k_count_sum<<<1, 256>>>(e->hd.ncon_overflow, e->hd.nefc_overflow, e->E.N, NULL, NULL, &S->contacts, &S->rows);
   CU(cudaGetLastError());
   CU(cudaMemcpyAsync(e->stats_host, S, sizeof(EnvCudaStats), cudaMemcpyDeviceToHost, 0));
+  for (int k = 0; k < e->E.nsh; k++)  // the task-shared state, for the host mirror's task metrics
+    CU(cudaMemcpyAsync((char*)e->shared_host + e->shared_off[k], e->E.sh[k], e->shared_bytes[k],
+                       cudaMemcpyDeviceToHost, 0));
   return 0;
 }
 
@@ -358,6 +380,8 @@ extern "C" void env_cuda_stats_end(EnvCuda* e, EnvBatch* h, double* contacts, do
     h->reward_total = s->reward_total;
     memcpy(h->recent_return, s->recent_return, sizeof(s->recent_return));
     memcpy(h->recent_len, s->recent_len, sizeof(s->recent_len));
+    for (int k = 0; k < e->E.nsh; k++)
+      memcpy(h->shared[k], (const char*)e->shared_host + e->shared_off[k], e->shared_bytes[k]);
   }
   if (contacts) *contacts = s->contacts;
   if (rows) *rows = s->rows;

@@ -4,7 +4,8 @@
 // is found by its name, as env_find_task finds it on the host), so its per-world SIM_FN functions run as
 // device code: one warp per world, lanes striding the engine's loops. One control step is one fused kernel per
 // world (act -> frame_skip physics substeps, recorded on the engine tape when asked -> kinematics if the task
-// needs it -> non-finite check -> reward -> termination -> time limit -> observation -> auto-reset), then one
+// needs it -> non-finite check -> reward -> termination -> time limit -> observation -> auto-reset; a task with
+// shared state: its report, then one block runs its shared update and a second kernel the auto-resets), then one
 // block keeps the episode statistics in world order (the ring of recent episodes, counters). Same semantics,
 // per world, as env_step in env.c; nothing comes back to the host.
 //
@@ -90,8 +91,9 @@ float* env_cuda_critic_obs(EnvCuda* e);  // (N, critic_obs_dim) device: the crit
 int env_cuda_constraint_evals(EnvCuda* e, long long* out_dev);
 
 // Per-iteration statistics: stats_begin enqueues the copy of the episode counters, the recent-episode ring,
-// the reward sum and the overflow totals to pinned host memory; after the stream is synchronized, stats_end
-// writes them into host (stats, recent_return/_len, reward_total; host may be NULL) and the overflow totals
+// the reward sum, the overflow totals and the task-shared state to pinned host memory; after the stream is
+// synchronized, stats_end writes them into host (stats, recent_return/_len, reward_total, shared: the host
+// mirror's task metrics read it; host may be NULL; call it only after a stats_begin) and the overflow totals
 // (all worlds, cumulative; before the first stats_begin: the uploaded host totals) into *contacts / *rows
 // (either may be NULL).
 int env_cuda_stats_begin(EnvCuda* e);

@@ -44,10 +44,14 @@ typedef struct {
   void* st[ENV_MAX_STATE];  // field k: (N, st_words[k]) 4-byte words as EnvBatch.state
   int nst, st_words[ENV_MAX_STATE];
   int st_off[ENV_MAX_STATE], st_grad[ENV_MAX_STATE], sw, ngrad;  // a state block's layout (env_cuda.h), grad fields
+  // task-shared state (env.h): device copies of its fields, and every world's report of the last step
+  int nsh;
+  void* sh[ENV_MAX_SHARED];
+  int* report;  // (N)
 } EnvDev;
 
 // the task context of world w inside a kernel (E: the kernel's own copy)
-#define ENV_CUDA_CTX(E, w) {(E).param, (E).data, (E).st, NULL, (w)}
+#define ENV_CUDA_CTX(E, w) {(E).param, (E).data, (E).st, NULL, (w), (E).nsh ? (E).sh : NULL}
 // field pointers into a state block (env_cuda.h) of E's layout; grad: the grad fields only (others NULL)
 static __device__ __forceinline__ void env_cuda_block_fields(const EnvDev& E, const void* block, int grad,
                                                              void** f) {
@@ -64,6 +68,7 @@ typedef struct EnvCudaTask {
   void (*pre_cot)(struct EnvCuda* e, const float* q, const float* v, const float* u, const void* st,
                   const float* obs_cot, float* cq, float* cv, float* cst);
 } EnvCudaTask;
+#define ENV_CUDA_SHARED_THREADS 1024  // the shared update's one block
 
 struct EnvCuda {
   const EnvCudaTask* task;
@@ -77,6 +82,8 @@ struct EnvCuda {
   void* block;               // the device allocation of E's arrays
   void* fields;              // the device allocation of the task's data and state
   EnvCudaStats* stats_host;  // pinned
+  void* shared_host;         // pinned copy of the task-shared state (stats_begin -> stats_end), field after field
+  size_t shared_off[ENV_MAX_SHARED], shared_bytes[ENV_MAX_SHARED];
   char err[512];             // the message of the last failed call (env_cuda_last_error)
 };
 

@@ -12,6 +12,9 @@
 // backward, the act VJP at the pre-step state and the state before the act, the non-finite check
 // (env_cot_check); the task state's cotangent is carried in place as SHAC's CPU loop carries it (shac.c).
 // k_env_pre_cot (one thread per world): the observe VJP at a stored state added to the engine's cotangent.
+// A task with shared state (EnvShared, env.h) defers the auto-reset: k_env_step stores every world's report,
+// k_env_shared (one block) runs the task's shared update, k_env_reset resets the worlds that ended, as env_step
+// orders them on the CPU.
 #ifndef ADJ_ENVS_ENV_CUDA_TASK_CUH
 #define ADJ_ENVS_ENV_CUDA_TASK_CUH
 
@@ -51,6 +54,10 @@ __device__ int env_cuda_nonfinite_obs(const EnvDev& E, float* o, float* oc, int 
 }
 
 template <class T>
+__device__ void env_cuda_reset(const SimModel* m, SimWorld* wd, const EnvDev& E, const EnvTaskCtx* c, int w,
+                               int lane);
+
+template <class T>
 __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const float* act, EnvCudaRecord rec,
                            int record) {
   int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
@@ -85,14 +92,18 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   r = __shfl_sync(ENV_FULL_MASK, r, 0);
   term = __shfl_sync(ENV_FULL_MASK, term, 0);
   bad = __shfl_sync(ENV_FULL_MASK, bad, 0);
+  int trunc = !term && tt >= E.episode_steps;
+  if (T::Shared::on && lane == 0) E.report[w] = T::Shared::report(m, &wd, &c, term ? 1 : trunc ? 2 : 0);
   float* o = E.obs + (size_t)w * O;
   float* oc = E.cobs + (size_t)w * E.Oc;
   T::observe(m, &wd, &c, o, lane, 32);
   if (T::Critic::on) T::Critic::observe(m, &wd, &c, oc, lane, 32);
   __syncwarp();
-  if (!bad && env_cuda_nonfinite_obs<T>(E, o, oc, lane)) r = 0, bad = 1, term = 1;  // ... and so does a
-                                                                                  // non-finite observation
-  int trunc = !term && tt >= E.episode_steps;
+  if (!bad && env_cuda_nonfinite_obs<T>(E, o, oc, lane)) {  // ... and so does a non-finite observation
+    r = 0, bad = 1, term = 1;
+    if (T::Shared::on && lane == 0) E.report[w] = T::Shared::report(m, &wd, &c, 1);
+  }
+  if (term) trunc = 0;
   double ret = ret0 + (double)r;
   if (lane == 0) {
     E.nan_seen[w] = wd.nan_count[0];
@@ -119,18 +130,45 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   __syncwarp();
   if (term || trunc) {  // warp-uniform
     if (lane == 0) E.fin_ret[w] = ret, E.fin_len[w] = tt;
-    sim_reset_world(m, &wd, -1, lane, 32);
-    for (int k = 0; k < E.nst; k++)  // the task's state starts at zero, then its reset
-      for (int i = lane; i < E.st_words[k]; i += 32) ((int*)E.st[k])[(size_t)w * E.st_words[k] + i] = 0;
-    __syncwarp();
-    T::reset(m, &wd, &c, &E.rng[w], lane, 32);
-    if (lane == 0) E.t[w] = 0, E.ep_return[w] = 0;
-    if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
-    T::observe(m, &wd, &c, o, lane, 32);
-    if (T::Critic::on) T::Critic::observe(m, &wd, &c, oc, lane, 32);
-    __syncwarp();
-    if (env_cuda_nonfinite_obs<T>(E, o, oc, lane) && lane == 0) E.bad[w] += 1;  // counted, as env.c does
+    if (!T::Shared::on) env_cuda_reset<T>(m, &wd, E, &c, w, lane);  // else after the shared update (k_env_reset)
   }
+}
+
+// world w's auto-reset: engine state, task state zeroed then the task's reset, its observation
+template <class T>
+__device__ void env_cuda_reset(const SimModel* m, SimWorld* wd, const EnvDev& E, const EnvTaskCtx* c, int w,
+                               int lane) {
+  float* o = E.obs + (size_t)w * E.O;
+  float* oc = E.cobs + (size_t)w * E.Oc;
+  sim_reset_world(m, wd, -1, lane, 32);
+  for (int k = 0; k < E.nst; k++)  // the task's state starts at zero, then its reset
+    for (int i = lane; i < E.st_words[k]; i += 32) ((int*)E.st[k])[(size_t)w * E.st_words[k] + i] = 0;
+  __syncwarp();
+  T::reset(m, wd, c, &E.rng[w], lane, 32);
+  if (lane == 0) E.t[w] = 0, E.ep_return[w] = 0;
+  if (E.needs_kin) sim_stage_world(m, wd, SIM_STAGE_KINEMATICS, lane, 32);
+  T::observe(m, wd, c, o, lane, 32);
+  if (T::Critic::on) T::Critic::observe(m, wd, c, oc, lane, 32);
+  __syncwarp();
+  if (env_cuda_nonfinite_obs<T>(E, o, oc, lane) && lane == 0) E.bad[w] += 1;  // counted, as env.c does
+}
+
+// a task with shared state: its update in one block after every world's step (the reports in world order), ...
+template <class T>
+__global__ void k_env_shared(const SimModel* m, EnvDev E) {
+  const EnvTaskCtx c = {E.param, E.data, NULL, NULL, 0, E.sh};
+  T::Shared::update(m, &c, E.report, E.N, (int)threadIdx.x, (int)blockDim.x);
+}
+
+// ... then the auto-resets of the worlds whose episode ended (one warp per world), reading the new shared state
+template <class T>
+__global__ void k_env_reset(const SimModel* m, const SimData* d, EnvDev E) {
+  int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (w >= d->nworld || !E.done[w]) return;  // per warp
+  SimWorld wd;
+  sim_world(m, d, w, &wd);
+  const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
+  env_cuda_reset<T>(m, &wd, E, &c, w, lane);
 }
 
 template <class T>
@@ -146,7 +184,7 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
   if (E.nst) env_cuda_block_fields(E, g.post_state, 0, sp), env_cuda_block_fields(E, g.pre_state, 0, s0);
   if (E.ngrad) env_cuda_block_fields(E, g.cot_state, 1, dsp);
   void* const* ds = E.ngrad ? dsp : NULL;
-  EnvTaskCtx c = {E.param, E.data, sp, ds, w};
+  EnvTaskCtx c = {E.param, E.data, sp, ds, w, NULL};
   // cotangent of the post-step state: the future (unless the world ended here) ...
   for (int i = lane; i < nv; i += 32) {
     wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
@@ -210,7 +248,7 @@ __global__ void k_env_pre_cot(const SimModel* m, const SimData* d, EnvDev E, con
   void *sp[ENV_MAX_STATE], *dsp[ENV_MAX_STATE];
   if (E.nst) env_cuda_block_fields(E, st, 0, sp);
   if (E.ngrad && cst) env_cuda_block_fields(E, cst, 1, dsp);
-  const EnvTaskCtx c = {E.param, E.data, sp, E.ngrad && cst ? dsp : NULL, w};
+  const EnvTaskCtx c = {E.param, E.data, sp, E.ngrad && cst ? dsp : NULL, w, NULL};
   T::observe_vjp(m, &wd, &c, obs_cot + (size_t)w * E.O, cq + (size_t)w * nv, cv + (size_t)w * nv);
 }
 
@@ -219,8 +257,10 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
 // the traits struct EnvT_<task> over the task file's functions
 #define ENV_CUDA_TRAITS(task)                                                                                         \
   struct EnvCriticTag_##task;                                                                                         \
+  struct EnvSharedTag_##task;                                                                                         \
   struct EnvT_##task {                                                                                                \
     typedef EnvCritic<EnvCriticTag_##task> Critic; /* the task's critic observation, or the empty template */        \
+    typedef EnvShared<EnvSharedTag_##task> Shared; /* the task's shared-state functions, or the empty template */    \
     static __device__ __forceinline__ void reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* r,    \
                                                  int l, int n) {                                                      \
       task##_reset(m, d, c, r, l, n);                                                                                 \
@@ -266,6 +306,10 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
     else                                                                                                         \
       memset(&r, 0, sizeof(r));                                                                                  \
     k_env_step<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, act, r, record); \
+    if (EnvT_##task::Shared::on) {                                                                               \
+      k_env_shared<EnvT_##task><<<1, ENV_CUDA_SHARED_THREADS>>>(e->dm, e->E);                                    \
+      k_env_reset<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E);              \
+    }                                                                                                            \
   }
 
 // env_cuda_backward_<task>, env_cuda_pre_cot_<task>: the gradient launchers

@@ -28,9 +28,9 @@
 //   subtree self-contacts (at most 10, no gradient).
 // Termination: anchor height error > 0.25 m, anchor gravity-z error > 0.8, an ankle or wrist height error
 //   > 0.25 m.
-// Evaluation (EnvTaskEval, algo/motion_eval.h): start_mode 2 and every noise constant zeroed, a world starts at
-//   its clip's first frame exactly and plays it once; g1_eval_step scores each step (normalized tracking score,
-//   MPKPE, anchor drift).
+// Evaluation (EnvTaskEval, algo/motion_eval.h): start_mode 2, uniform starts (adaptive 0), every noise constant
+//   and the randomisation zeroed; a world starts at its clip's first frame exactly and plays it once;
+//   g1_eval_step scores each step (normalized tracking score, MPKPE, anchor drift).
 // VJPs in the engine's tangent space: body poses and velocities through env_vjp_body_kin (env.h); every function
 // takes its body frames from the qpos it is given (env_tree_frames), never from the world's kinematics arrays.
 #include "envs/env.h"
@@ -75,7 +75,15 @@ enum { G1_RJP = 0, G1_RJV = 29, G1_RPOS = 58, G1_RQUAT = 100, G1_RLIN = 156, G1_
   P(obs_noise, 1, 0, 10)             /* observation noise, times BeyondMimic's ranges */              \
   P(start_mode, 0, 0, 2)             /* 0: drawn over all clips' bins; 1: clip w mod nclip from frame 0; */ \
                                      /* 2: as 1, and the clip plays once (no re-draw at its end: evaluation) */ \
-  P(nconmax, 64, 8, 1024)            /* contacts per world (LAFAN1 frames: 29 at most); rows follow */
+  P(nconmax, 64, 8, 1024)            /* contacts per world (LAFAN1 frames: 29 at most); rows follow */ \
+  P(adaptive, 1, 0, 1)               /* 1: starts from the failure-weighted CDF; 0: bins uniformly */ \
+  P(adaptive_alpha, 0.001, 0, 1)     /* failure EMA rate per control step (mjlab) */                  \
+  P(adaptive_uniform, 0.1, 1e-9, 100) /* total weight of the uniform floor (mjlab) */                 \
+  P(dr_friction_lo, 0.3, 0, 10)      /* foot geoms' sliding friction U(lo, hi) at reset; hi 0: off */ \
+  P(dr_friction_hi, 1.2, 0, 10)                                                                       \
+  P(dr_com_x, 0.025, 0, 0.5)         /* torso COM offset + U(+-x, +-y, +-z) m at reset; all 0: off */ \
+  P(dr_com_y, 0.05, 0, 0.5)                                                                           \
+  P(dr_com_z, 0.05, 0, 0.5)
 #define G1_S(S) S(motion, "lafan1_g1") /* .h5 library, clip directory or clip CSV (asset search path) */
 #define G1_X(X)                                                                       \
   X(int32_t, clip, 1, 0)                                                              \
@@ -86,6 +94,16 @@ enum { G1_RJP = 0, G1_RJV = 29, G1_RPOS = 58, G1_RQUAT = 100, G1_RLIN = 156, G1_
   X(int32_t, rng, 2, 0)           /* act's random stream (pushes, re-drawn starts) */ \
   X(int32_t, nstep, 1, 0)         /* control steps since the reset (observation noise) */
 ENV_TASK_FIELDS(G1_P, G1_X)
+// task-shared: the adaptive start sampler (motion/motion_sampler.h) over the data's bin table
+#define G1_G(G)                                                                                          \
+  G(double, fail)   /* (nbin) failure EMA per bin */                                                     \
+  G(double, cdf)    /* (nbin) CDF of fail + adaptive_uniform / nbin (blocked prefix sum) */              \
+  G(int32_t, count) /* (nbin) failures of the last step per bin */                                       \
+  G(double, part)   /* (4 MOTION_SAMPLER_CHUNKS) scratch of the CDF and its statistics */                \
+  G(double, stat)   /* (G1_NSTAT) entropy / log(nbin), top bin's p, its bin / nbin, failures counted */
+ENV_TASK_SHARED(G1_G)
+#define G1_NSTAT 4
+#define G1_NFOOT 14  // foot collision capsules (7 a foot)
 
 // ---- task data: one position-independent blob (this header, then the arrays at the byte offsets) ----
 typedef struct G1Data {
@@ -95,6 +113,7 @@ typedef struct G1Data {
   sim_real act_scale[G1_NJ];     // 0.25 effort / kp of actuator i
   sim_real default_pos[G1_NJ];   // the default pose (mjlab's knees-bent keyframe), hinge order
   sim_real soft_lo[G1_NJ], soft_hi[G1_NJ];  // soft joint limits: mid -+ 0.45 range, hinge order
+  int32_t foot_geom[G1_NFOOT];   // the feet's collision geoms (friction randomisation)
   int64_t off_clip_start, off_clip_len, off_clip_bin0;  // int32_t (nclip): first frame, frames, first bin
   int64_t off_bin_clip;          // int32_t (nbin): the clip of a bin
   int64_t off_frames;            // sim_real (nframe, G1_REC)
@@ -115,9 +134,8 @@ SIM_FN sim_real g1_step_dt(const SimModel* m) { return m->timestep * G1_FS; }
 
 // A start (clip, frame) from two uniforms (motion/motion_sampler.h's rule over one bin table of every clip):
 // a bin, then frame floor((k + u2) / bins_c (T - 1)) inside it. cdf NULL: bins uniformly (every clip in
-// proportion to its duration). The adaptive sampler's hook: a failure-weighted CDF over the table's bins,
-// kept and updated by the trainer (motion_sampler_update / _cdf from each step's failing bins,
-// g1_fail_bin), passed here.
+// proportion to its duration); else the adaptive sampler's failure-weighted CDF over the table's bins (the
+// shared state `cdf`, rebuilt every control step by g1_tracking_shared_update from the failing bins).
 SIM_FN void g1_sample_start(const G1Data* D, const double* cdf, double u1, double u2, int* clip, int* frame) {
   const int *bin_clip = G1_ARR(D, int, off_bin_clip), *bin0 = G1_ARR(D, int, off_clip_bin0);
   const int* len = G1_ARR(D, int, off_clip_len);
@@ -201,7 +219,34 @@ SIM_FN void g1_draw_start(const EnvTaskCtx* c, uint64_t* rng, int* clip, int* f)
     return;
   }
   double u1 = env_rng_uniform(rng), u2 = env_rng_uniform(rng);
-  g1_sample_start(D, NULL, u1, u2, clip, f);
+  const double* cdf = ENV_P(c, adaptive) > 0.5 && c->g ? ENV_G(c, cdf) : (const double*)0;
+  g1_sample_start(D, cdf, u1, u2, clip, f);
+}
+
+// Domain randomisation at reset (mjlab's tracking events, drawn per world at every reset here): the feet's
+// sliding friction U(dr_friction_lo, dr_friction_hi) per geom (the feet have contact priority, so a foot-floor
+// contact takes its value), the torso's COM offset + U(+-dr_com_*) per axis, into the world's parameters.
+// Only where the batch enabled them (m->prm: g1_tracking_uses_params); constants for the gradient.
+SIM_FN void g1_randomize(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* rng) {
+  if (!m->prm) return;
+  const G1Data* D = g1_data(c);
+  double lo = ENV_P(c, dr_friction_lo), hi = ENV_P(c, dr_friction_hi);
+  if (hi > 0)
+    for (int k = 0; k < G1_NFOOT; k++)
+      d->prm_geom_friction[3 * D->foot_geom[k]] = (sim_real)(lo + (hi - lo) * env_rng_uniform(rng));
+  const double r[3] = {ENV_P(c, dr_com_x), ENV_P(c, dr_com_y), ENV_P(c, dr_com_z)};
+  if (r[0] > 0 || r[1] > 0 || r[2] > 0) {
+    int b = D->body[G1_ANCHOR];
+    for (int i = 0; i < 3; i++) {
+#ifdef SIM_DOUBLE
+      double v = m->body_ipos[3 * b + i] + g1_urange(rng, r[i]);
+#else  // the float32 build keeps the COM offsets in double too (sim_param_fields.h), as sim_param_set does
+      double v = m->geo_body_ipos[3 * b + i] + g1_urange(rng, r[i]);
+      d->geo_prm_body_ipos[3 * b + i] = v;
+#endif
+      d->prm_body_ipos[3 * b + i] = (sim_real)v;
+    }
+  }
 }
 
 SIM_FN void g1_tracking_reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* c, uint64_t* rng, int lane,
@@ -213,6 +258,7 @@ SIM_FN void g1_tracking_reset(const SimModel* m, SimWorld* d, const EnvTaskCtx* 
     g1_start(m, d, c, rng, clip, f);
     ENV_S(c, push_timer)[0] = g1_push_steps(m, c, rng);
     for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0;
+    g1_randomize(m, d, c, rng);
   }
   SIM_SYNC();
 }
@@ -641,6 +687,31 @@ SIM_FN void g1_tracking_act_vjp(const SimModel* m, const SimWorld* d, const EnvT
     for (int i = 0; i < G1_NJ; i++) dl[i] = dp[i], dp[i] = 0;
 }
 
+// ---- the adaptive sampler's step (task-shared state, env.h) ----
+// A world that terminated (a fall, not a time-out) reports the bin of the frame it failed at, others -1.
+SIM_FN int32_t g1_tracking_report(const SimModel* m, const SimWorld* d, const EnvTaskCtx* c, int ended) {
+  (void)m, (void)d;
+  return ended == 1 ? g1_fail_bin(c) : -1;
+}
+// Every control step (mjlab's rule, motion/motion_sampler.h): each bin's failures, the EMA, the CDF and its
+// statistics; report NULL (create): the CDF of the zeroed EMA (uniform).
+SIM_FN void g1_tracking_shared_update(const SimModel* m, const EnvTaskCtx* c, const int32_t* report, int nworld,
+                                      int lane, int nlane) {
+  const G1Data* D = g1_data(c);
+  double* st = ENV_G(c, stat);
+  (void)m;
+  if (report) motion_sampler_step_lanes(report, nworld, D->nbin, ENV_P(c, adaptive_alpha), ENV_G(c, count),
+                                        ENV_G(c, fail), lane, nlane);
+  motion_sampler_cdf_lanes(ENV_G(c, fail), D->nbin, ENV_P(c, adaptive_uniform), ENV_G(c, cdf), ENV_G(c, part), st,
+                           lane, nlane);
+  if (report && lane == 0) {
+    int n = 0;
+    for (int w = 0; w < nworld; w++) n += report[w] >= 0 && report[w] < D->nbin;
+    st[3] += n;
+  }
+}
+ENV_TASK_SHARED_FNS(g1_tracking)
+
 #ifdef ENV_TASK_CRITIC  // the critic's own observation (286), where env.h has the hook
 ENV_TASK_CRITIC(g1_tracking)
 #define G1_CRITIC_INFO , ENV_TASK_CRITIC_INFO(g1_tracking, 286)
@@ -834,6 +905,19 @@ static int g1_pack(const SimModel* m, const MotionLib* lib, void** data, size_t*
     D->soft_lo[j] = (sim_real)(mid - half), D->soft_hi[j] = (sim_real)(mid + half);
     D->default_pos[j] = (sim_real)g1_default_joint(g1_joint_names[j]);
   }
+  int nfoot = 0;  // the collision geoms of the two ankle_roll links, in geom order (mjlab: left/right foot1-7)
+  for (int g = 0; g < m->ngeom; g++) {
+    int b = m->geom_bodyid[g];
+    if ((b == D->body[3] || b == D->body[6]) && (m->geom_contype[g] || m->geom_conaffinity[g])) {
+      if (nfoot < G1_NFOOT) D->foot_geom[nfoot] = g;
+      nfoot++;
+    }
+  }
+  if (nfoot != G1_NFOOT) {
+    free(blob), free(bin0);
+    snprintf(err, errlen, "model: %d collision geoms on the ankle_roll links (want the feet's %d)", nfoot, G1_NFOOT);
+    return -1;
+  }
   for (int i = 0; i < G1_NJ; i++) {
     int k = m->jnt_qposadr[m->actuator_trnid[i]] - 7;
     if (strncmp(lib->joint_name[k], g1_tracking_act_names[i], strlen(g1_tracking_act_names[i]))) {
@@ -915,7 +999,8 @@ static void g1_eval_host_ref_qpos(const SimModel* m, SimData* d, int w, const En
 }
 static const EnvTaskEval g1_tracking_eval_ = {
     "start_mode=2, reset_pos_xy=0, reset_pos_z=0, reset_rot_rp=0, reset_rot_yaw=0, reset_vel_xy=0, reset_vel_z=0, "
-    "reset_angvel_rp=0, reset_angvel_yaw=0, reset_joint=0, push_max=0, obs_noise=0",
+    "reset_angvel_rp=0, reset_angvel_yaw=0, reset_joint=0, push_max=0, obs_noise=0, adaptive=0, dr_friction_hi=0, "
+    "dr_com_x=0, dr_com_y=0, dr_com_z=0",
     "motion", g1_eval_nclip, g1_eval_clip_name, g1_eval_clip_steps, g1_eval_start, g1_eval_host_step,
     g1_eval_host_ref_qpos};
 
@@ -940,14 +1025,44 @@ static int g1_tracking_load_data(const SimModel* m, const double* p, const char*
 // the engine's capacities: the 502 pairs' every contact slot (942 contacts, 3826 rows) would make the recorded
 // tape of a 64-step horizon about 15 GB per 1000 worlds; 64 contacts keep it near 1.4 GB
 static int g1_tracking_load_options(const double* p, SimLoadOptions* opt, char* err, size_t errlen) {
+  if (p[ENVP_dr_friction_hi] > 0 && p[ENVP_dr_friction_lo] > p[ENVP_dr_friction_hi]) {
+    snprintf(err, errlen, "dr_friction_lo %g > dr_friction_hi %g", p[ENVP_dr_friction_lo], p[ENVP_dr_friction_hi]);
+    return -1;
+  }
   opt->nconmax = (int)p[ENVP_nconmax];
   return 0;
 }
 
+// per-world parameters only with some randomisation on: without, the worlds run the model's constants exactly
+static int g1_tracking_uses_params(const double* p) {
+  return p[ENVP_dr_friction_hi] > 0 || p[ENVP_dr_com_x] > 0 || p[ENVP_dr_com_y] > 0 || p[ENVP_dr_com_z] > 0;
+}
+
+static int g1_tracking_shared_size(const double* p, const void* data, int* count, char* err, size_t errlen) {
+  const G1Data* D = (const G1Data*)data;
+  (void)p, (void)err, (void)errlen;
+  count[ENVG_fail] = count[ENVG_cdf] = count[ENVG_count] = D->nbin;
+  count[ENVG_part] = 4 * MOTION_SAMPLER_CHUNKS;
+  count[ENVG_stat] = G1_NSTAT;
+  return 0;
+}
+
+// mjlab's sampler metrics (sampling_entropy, _top1_prob, _top1_bin) and the failures counted so far
+static const char* const g1_tracking_metric_names[G1_NSTAT] = {"sampler_entropy", "sampler_top1_prob",
+                                                               "sampler_top1_bin", "sampler_failures"};
+static void g1_tracking_metrics(const double* p, const void* data, void* const* g, double* out) {
+  (void)p, (void)data;
+  for (int i = 0; i < G1_NSTAT; i++) out[i] = ((const double*)g[ENVG_stat])[i];
+}
+
 ENV_TASK_TABLES(g1_tracking, G1_P, G1_S, G1_X)
+ENV_TASK_SHARED_TABLE(g1_tracking, G1_G)
 ENV_TASK_HOST(g1_tracking, {.name = "g1_tracking", .model = "g1/scene_flat.xml", .obs_dim = 160, .act_dim = G1_NJ,
                             .episode_steps = 500, .frame_skip = G1_FS,
                             .obs_names = g1_tracking_obs_names, .act_names = g1_tracking_act_names,
                             ENV_TASK_TABLE_INFO(g1_tracking), .load_options = g1_tracking_load_options,
-                            .load_data = g1_tracking_load_data, .eval = &g1_tracking_eval_ G1_CRITIC_INFO})
+                            .load_data = g1_tracking_load_data, .eval = &g1_tracking_eval_,
+                            ENV_TASK_SHARED_INFO(g1_tracking, g1_tracking_shared_size), .nmetric = G1_NSTAT,
+                            .metric_names = g1_tracking_metric_names, .metrics = g1_tracking_metrics,
+                            .uses_params = g1_tracking_uses_params G1_CRITIC_INFO})
 #endif

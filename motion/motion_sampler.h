@@ -106,4 +106,87 @@ SIM_FN void motion_sampler_draw(const double* cdf, int nbin, const int* bin_clip
   *frame = f;
 }
 
+// ---- the same per step, lane-parallel: one CUDA block (lane = thread, nlane = the block's threads) or one CPU
+// lane (0, 1) computes the same bits. Phases end with SIM_BLOCK_SYNC (the caller's barrier: __syncthreads on the
+// device, nothing on the CPU); no atomics, no dependence on nlane. ----
+#ifndef MOTION_SAMPLER_BLOCK_SYNC
+#ifdef __CUDA_ARCH__
+#define MOTION_SAMPLER_BLOCK_SYNC() __syncthreads()
+#else
+#define MOTION_SAMPLER_BLOCK_SYNC() ((void)0)
+#endif
+#endif
+#define MOTION_SAMPLER_CHUNKS 256  // fixed chunks of the CDF's blocked prefix sum (4 doubles each of scratch)
+
+// One step's counts and EMA: bin b belongs to lane b mod nlane, which counts the worlds failing in it (every lane
+// reads every fail_bin, in world order) and updates its EMA with motion_sampler_update's formula.
+SIM_FN void motion_sampler_step_lanes(const int* fail_bin, int nworld, int nbin, double alpha, int* count,
+                                      double* fail, int lane, int nlane) {
+  for (int b = lane; b < nbin; b += nlane) count[b] = 0;
+  for (int w = 0; w < nworld; w++) {
+    int b = fail_bin[w];
+    if (b >= 0 && b < nbin && b % nlane == lane) count[b]++;
+  }
+  for (int b = lane; b < nbin; b += nlane) fail[b] = alpha * (double)count[b] + (1 - alpha) * fail[b];
+  MOTION_SAMPLER_BLOCK_SYNC();
+}
+
+// Chunk k of MOTION_SAMPLER_CHUNKS covers bins [k nbin / C, (k + 1) nbin / C).
+SIM_FN int motion_sampler_chunk0(int nbin, int k) { return (int)((long long)k * nbin / MOTION_SAMPLER_CHUNKS); }
+
+// The CDF of motion_sampler_cdf's weights w_b = fail_b + uniform / nbin as a blocked prefix sum: per chunk a
+// serial prefix from 0, the chunk totals' serial exclusive prefix (lane 0), each chunk's prefix plus its offset.
+// cdf[nbin - 1] is the total; a chunk's last entry equals the next chunk's offset bit for bit, so the CDF never
+// decreases. Then the statistics (mjlab's): st[0] the entropy -sum p log p over log(nbin) (0 for one bin),
+// st[1] the largest p, st[2] its bin (the first such) over nbin. part: 4 MOTION_SAMPLER_CHUNKS doubles of scratch.
+SIM_FN void motion_sampler_cdf_lanes(const double* fail, int nbin, double uniform, double* cdf, double* part,
+                                     double* st, int lane, int nlane) {
+  const int C = MOTION_SAMPLER_CHUNKS;
+  const double floor_b = uniform / (double)nbin;
+  double *off = part, *ent = part + C, *pmax = part + 2 * C, *imax = part + 3 * C;
+  for (int k = lane; k < C; k += nlane) {
+    double s = 0;
+    for (int b = motion_sampler_chunk0(nbin, k); b < motion_sampler_chunk0(nbin, k + 1); b++) {
+      s += fail[b] + floor_b;
+      cdf[b] = s;
+    }
+    off[k] = s;
+  }
+  MOTION_SAMPLER_BLOCK_SYNC();
+  if (lane == 0) {
+    double o = 0;
+    for (int k = 0; k < C; k++) {
+      double t = off[k];
+      off[k] = o;
+      o += t;
+    }
+  }
+  MOTION_SAMPLER_BLOCK_SYNC();
+  for (int k = lane; k < C; k += nlane)
+    for (int b = motion_sampler_chunk0(nbin, k); b < motion_sampler_chunk0(nbin, k + 1); b++) cdf[b] += off[k];
+  MOTION_SAMPLER_BLOCK_SYNC();
+  const double total = cdf[nbin - 1];
+  for (int k = lane; k < C; k += nlane) {
+    double h = 0, pm = -1, im = -1;
+    for (int b = motion_sampler_chunk0(nbin, k); b < motion_sampler_chunk0(nbin, k + 1); b++) {
+      double p = (fail[b] + floor_b) / total;
+      if (p > 0) h -= p * log(p);
+      if (p > pm) pm = p, im = b;
+    }
+    ent[k] = h, pmax[k] = pm, imax[k] = im;
+  }
+  MOTION_SAMPLER_BLOCK_SYNC();
+  if (lane == 0) {
+    double h = 0, pm = -1, im = 0;
+    for (int k = 0; k < C; k++) {
+      h += ent[k];
+      if (pmax[k] > pm) pm = pmax[k], im = imax[k];
+    }
+    st[0] = nbin > 1 ? h / log((double)nbin) : 0;
+    st[1] = pm;
+    st[2] = im / (double)nbin;
+  }
+  MOTION_SAMPLER_BLOCK_SYNC();
+}
+
 #endif

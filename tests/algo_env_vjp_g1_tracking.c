@@ -12,7 +12,8 @@
 //     states drawn from both clips with reset noise and extra offsets of the robot's anchor (the re-anchored
 //     reference depends on its pose), joints pushed past their soft limits;
 //   - act's VJP (ctrl and the last/previous action state) against differences over the action and the state;
-//   - one BPTT rollout (2 control steps x 4 substeps from a reference pose, feet in contact, converged solver):
+//   - one BPTT rollout (2 control steps x 4 substeps from a reference pose, feet in contact, converged solver,
+//     the foot frictions and torso COM randomised by the task's reset through per-world parameters):
 //     the gradient of sum_t r_t + g . critic_obs_T with respect to the actions, the initial tangent qpos, qvel
 //     and last action, from the task VJPs and the engine adjoint chained as SHAC does, against differences.
 // Errors: |vjp - fd| / max(|fd|, 1e-6 max_k |fd_k|) per partial (partials zero in both left out); medians
@@ -234,6 +235,9 @@ int main(void) {
   TEST_CHECK(mj && sim_model_import(mj, &m, msg, sizeof(msg)) == 0, "import: %s", msg);
   if (!m) return test_report("algo_env_vjp_g1_tracking");
   TEST_CHECK(sim_adjoint_enable(m, KR * 4) == 0, "adjoint");
+  // per-world parameters: every reset below draws the foot frictions and the torso COM (the training default),
+  // constants for the gradient
+  TEST_CHECK(sim_params_enable(m) == 0, "per-world parameters");
   TEST_CHECK(sim_data_create(m, 1, &DD) == 0, "data");
   M = m;
   sim_world(m, DD, 0, &W);
@@ -464,6 +468,13 @@ int main(void) {
   P[ENVP_obs_noise] = 0, P[ENVP_push_max] = 0, P[ENVP_w_self_collision] = 0;
   g1_tracking_reset(m, &W, &C, &rng, 0, 1);
   g1_start(m, &W, &C, &rng, 0, 40);
+  {
+    const G1Data* Dg = (const G1Data*)data;
+    int g0 = Dg->foot_geom[0], bt = Dg->body[G1_ANCHOR];
+    TEST_CHECK(W.prm_geom_friction[3 * g0] != m->geom_friction[3 * g0] &&
+                   W.prm_body_ipos[3 * bt] != m->body_ipos[3 * bt],
+               "the rollout's world has randomised foot friction and torso COM");
+  }
   for (int i = 0; i < NU; i++) s_last[i] = urand(&rng, -0.5, 0.5), s_prev[i] = 0;
   Snap s0, pre[KR], post[KR];
   snap_save(&s0);

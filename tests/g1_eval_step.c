@@ -68,7 +68,7 @@ int main(void) {
   void* S[ENVS_COUNT];
   S[ENVS_clip] = &s_clip, S[ENVS_frame] = &s_frame, S[ENVS_last_action] = s_last, S[ENVS_prev_action] = s_prev;
   S[ENVS_push_timer] = &s_push, S[ENVS_rng] = s_rng, S[ENVS_nstep] = &s_nstep;
-  EnvTaskCtx C = {P, data, S, NULL, 0};
+  EnvTaskCtx C = {P, data, S, NULL, 0, NULL};
   const int f = 0;  // the evaluation start (the hook the CLI uses), scored against its frame (frame - 1 after the act)
   g1_eval_start(m, dd, 0, &C, 0);
   s_frame = f + 1;

@@ -2,7 +2,8 @@
 # g1_tracking_train.sh ADJOINT: the G1 tracking task through the trainer on the CPU, small (8 worlds, one clip,
 # an 8-step horizon, 2 iterations) with the ∇Mimic and the PPO presets: each run exits 0, its gradients stay
 # finite and nonzero through the foot contacts (SHAC: nonfinite_grads 0, action-gradient median > 0,
-# constraint evaluations > 0), and `adjoint eval` reads its checkpoint. Skipped (77) without the clips or the G1.
+# constraint evaluations > 0), and `adjoint eval` reads its checkpoint; the adaptive sampler's metrics, and a
+# stopped and resumed run's metrics equal to an uninterrupted one's. Skipped (77) without the clips or the G1.
 set -u
 A=$1
 source "$(dirname "$0")/expect.sh"
@@ -25,6 +26,15 @@ for r in 1 2; do
     awk "BEGIN { exit !($(col "$T/nm/metrics.csv" constraint_evals $r) > 0) }"
 done
 expect 0 "episodes 2 " "$A" eval "$T/nm" --episodes 2
+# the adaptive sampler's metrics are logged, and a run stopped at iteration 1 and resumed to 2 writes the same
+# metrics bit for bit (columns before env_steps_per_s: the sampler's shared state and the worlds' randomised
+# parameters come back from the checkpoint)
+check "sampler metrics logged" awk "BEGIN { exit !($(col "$T/nm/metrics.csv" sampler_entropy 2) > 0.9) }"
+expect 0 "iteration 1/1" "$A" train configs/g1_tracking_nablamimic.yaml --device cpu --num-envs 8 --max-iterations 1 \
+  --run-dir "$T/nr" run.eval_episodes=0 algo.horizon=8 "$P"
+expect 0 "iteration 2/2" "$A" train --resume "$T/nr" --max-iterations 2
+upto() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "env_steps_per_s") c = i - 1 } { s = $1; for (i = 2; i <= c; i++) s = s "," $i; print s }' "$1"; }
+check "resumed run: metrics bitwise equal" cmp <(upto "$T/nm/metrics.csv") <(upto "$T/nr/metrics.csv")
 expect 0 "iteration 2/2" "$A" train configs/g1_tracking_ppo.yaml --device cpu --num-envs 8 --max-iterations 2 \
   --run-dir "$T/ppo" run.eval_episodes=0 algo.horizon=8 "$P"
 expect 0 "episodes 2 " "$A" eval "$T/ppo" --episodes 2

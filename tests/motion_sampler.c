@@ -1,6 +1,7 @@
 // motion_sampler: the adaptive start sampler (motion/motion_sampler.h) on a hand-made table of three clips of
 // 120, 50 and 49 frames at 50 Hz (3 + 2 + 1 bins): bin table, failure bins, counts, the EMA over three steps,
-// probabilities and draws against values computed by hand, and a million draws against the probabilities.
+// probabilities and draws against values computed by hand, and a million draws against the probabilities; the
+// lane-parallel step and blocked CDF (the batch's) against the serial functions, their statistics by hand.
 #include <stdint.h>
 #include <string.h>
 
@@ -106,5 +107,48 @@ int main(void) {
   total = motion_sampler_cdf(zero, 6, MOTION_SAMPLER_UNIFORM, cdf);
   for (int b = 0; b < 6; b++) p[b] = (cdf[b] - (b ? cdf[b - 1] : 0)) / total;
   test_close("probabilities without failures", p, sixth, 6, 1e-15, 0);
+
+  // the lane-parallel step (one lane here: the batch's CPU path) against the serial functions: the same bits
+  double fl[6] = {0, 0, 0, 0, 0, 0}, fs[6] = {0, 0, 0, 0, 0, 0};
+  int cl[6], cs[6];
+  const int* steps[3] = {step1, step2, step3};
+  for (int k = 0; k < 3; k++) {
+    motion_sampler_step_lanes(steps[k], 6, 6, MOTION_SAMPLER_ALPHA, cl, fl, 0, 1);
+    motion_sampler_count(steps[k], 6, 6, cs);
+    motion_sampler_update(fs, cs, 6, MOTION_SAMPLER_ALPHA);
+    TEST_CHECK(!memcmp(cl, cs, sizeof(cs)) && !memcmp(fl, fs, sizeof(fs)), "step %d: lane-parallel EMA differs", k + 1);
+  }
+  // the blocked CDF over 1000 bins (chunks of 3 and 4 bins): p within 1e-15 of the serial CDF's, never
+  // decreasing, the total; entropy, top bin and its p against a direct computation
+  enum { NB = 1000 };
+  static double fb1[NB], cb[NB], cserial[NB], part[4 * MOTION_SAMPLER_CHUNKS];
+  double st[3];
+  for (int b = 0; b < NB; b++) fb1[b] = (b % 7 == 3) ? 0.001 * (1 + b % 5) : 0;
+  fb1[617] = 0.02;  // the top bin
+  motion_sampler_cdf_lanes(fb1, NB, MOTION_SAMPLER_UNIFORM, cb, part, st, 0, 1);
+  double ts = motion_sampler_cdf(fb1, NB, MOTION_SAMPLER_UNIFORM, cserial), worst = 0, h = 0, sum = 0;
+  int mono = 1;
+  for (int b = 0; b < NB; b++) {
+    double pl = (cb[b] - (b ? cb[b - 1] : 0)) / cb[NB - 1], ps = (cserial[b] - (b ? cserial[b - 1] : 0)) / ts;
+    worst = fmax(worst, fabs(pl - ps));
+    mono &= !b || cb[b] >= cb[b - 1];
+    double w = fb1[b] + MOTION_SAMPLER_UNIFORM / NB;
+    sum += w;
+  }
+  for (int b = 0; b < NB; b++) {
+    double q = (fb1[b] + MOTION_SAMPLER_UNIFORM / NB) / sum;
+    h -= q * log(q);
+  }
+  TEST_CHECK(worst < 1e-15 && mono, "blocked CDF: p differs by %.3g from the serial CDF's, monotone %d", worst, mono);
+  TEST_CHECK(fabs(cb[NB - 1] - ts) < 1e-13 * ts, "blocked CDF total %.17g, serial %.17g", cb[NB - 1], ts);
+  TEST_CHECK(fabs(st[0] - h / log((double)NB)) < 1e-13, "entropy %.15g, want %.15g", st[0], h / log((double)NB));
+  double ptop = (0.02 + MOTION_SAMPLER_UNIFORM / NB) / sum;
+  TEST_CHECK(fabs(st[1] - ptop) < 1e-15 && st[2] == 617.0 / NB, "top bin %g (p %.15g), want 0.617 (p %.15g)", st[2],
+             st[1], ptop);
+  // no failures: entropy 1 (uniform), top p 1/nbin at the first bin
+  static const double zb[NB];
+  motion_sampler_cdf_lanes(zb, NB, MOTION_SAMPLER_UNIFORM, cb, part, st, 0, 1);
+  TEST_CHECK(fabs(st[0] - 1) < 1e-12 && fabs(st[1] - 1.0 / NB) < 1e-15 && st[2] == 0,
+             "uniform: entropy %.15g, top p %.15g at %g", st[0], st[1], st[2]);
   return test_report("motion_sampler");
 }
