@@ -828,7 +828,8 @@ static int g1_pack(const SimModel* m, const MotionLib* lib, void** data, size_t*
 // What a deployment needs beyond the generic export (`adjoint export`'s metadata; tools/onnx_mujoco_eval.py
 // reads it): the joint target per actuator, offset + action_scale a (offset: the reference joint positions with
 // residual, else the default pose), the observation's terms in order with their sizes, the tracked bodies and
-// the termination thresholds. Lists are JSON, in actuator order unless named otherwise.
+// the termination thresholds. Lists are JSON, in actuator order unless named otherwise; default_joint_pos is the
+// task's default pose (it replaces the model's qpos0).
 static void g1_json_f(char* b, size_t n, const double* v, int k) {
   size_t o = (size_t)snprintf(b, n, "[");
   for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(b + o, n - o, "%s%.9g", i ? ", " : "", v[i]);
@@ -848,7 +849,7 @@ static int g1_tracking_export_meta(const SimModel* m, const double* p,
   for (int i = 0; i < G1_NJ; i++)  // as g1_pack
     v[i] = (double)(sim_real)(0.25 * (double)m->actuator_forcerange[2 * i + 1] / (double)m->actuator_gainprm[3 * i]);
   g1_json_f(b, sizeof(b), v, G1_NJ), put(ctx, "action_scale", b);
-  for (int i = 0; i < G1_NJ; i++) v[i] = (double)(sim_real)g1_default_joint(g1_tracking_act_names[i]);
+  for (int i = 0; i < G1_NJ; i++) v[i] = g1_default_joint(g1_tracking_act_names[i]);
   g1_json_f(b, sizeof(b), v, G1_NJ), put(ctx, "default_joint_pos", b);
   int residual = p[ENVP_residual] > 0.5;
   put(ctx, "residual", residual ? "1" : "0");
@@ -870,7 +871,7 @@ static int g1_tracking_export_meta(const SimModel* m, const double* p,
            g1_body_names[3], g1_body_names[6], g1_body_names[10], g1_body_names[13]);
   put(ctx, "termination", b);
   put(ctx, "soft_joint_limit_factor", "0.9");  // soft limits mid -+ 0.45 range (reset clipping, penalty)
-  snprintf(b, sizeof(b), "%.9g", 1.0 / (double)g1_step_dt(m)), put(ctx, "motion_fps", b);
+  snprintf(b, sizeof(b), "%.6g", 1.0 / (double)g1_step_dt(m)), put(ctx, "motion_fps", b);  // float timestep
   return 0;
 }
 #define G1_EXPORT_INFO , .export_meta = g1_tracking_export_meta
