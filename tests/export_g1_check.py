@@ -153,6 +153,47 @@ def check_observations(dump, onnx_path):
           f"onnxruntime vs trainer actions {worst_a:.2g}, targets {worst_c:.2g}")
 
 
+def check_library(adj, tmp, tool, pth):
+    """The consumer's reference from the CSV against `adjoint motion build`'s library read with h5py (skipped
+    without h5py), and the consumer run on both."""
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        print("(c) motion library input: skipped (no h5py)")
+        return
+    import gzip
+    clips = os.path.join(tmp, "clips")
+    os.makedirs(clips)
+    with gzip.open(ome.find_asset(CLIP), "rt") as f:
+        rows = [next(f) for _ in range(75)]
+    with open(os.path.join(clips, "walk.csv"), "w") as f:
+        f.writelines(rows)
+    with open(os.path.join(clips, "MANIFEST.tsv"), "w") as f:
+        f.write("file\tframes\nwalk.csv\t75\n")
+    lib = os.path.join(tmp, "lib.h5")
+    rc, out = run([adj, "motion", "build", clips, "-o", lib])
+    check(rc == 0, f"motion build exit {rc}: {out}")
+    if rc:
+        return
+    model = mujoco.MjModel.from_xml_path(ome.find_asset("g1/scene_flat.xml"))
+    a = ome.reference(mujoco, model, ome.resample(ome.read_clip(os.path.join(clips, "walk.csv"), 29), 30.0, 50.0),
+                      50.0)
+    b = ome.library_ref(model, lib, "walk.csv", 50.0)
+    worst = {k: float(np.abs(a[k] - b[k]).max() / (1 + np.abs(a[k]).max())) for k in a}
+    check(all(v <= 1e-6 for v in worst.values()) and a["qpos"].shape == b["qpos"].shape,
+          f"reference vs the motion library: {worst}")
+    res = [os.path.join(tmp, f"lib{k}.json") for k in range(2)]
+    for src, r in zip((lib, clips), res):
+        rc, out = run([sys.executable, tool, pth, src, "--max-steps", "20", "--json", r])
+        check(rc == 0, f"onnx_mujoco_eval on {src}: exit {rc}: {out}")
+    if not failures:
+        x, y = (json.load(open(r))["clips"][0] for r in res)
+        check(x["name"] == y["name"] == "walk.csv" and x["fall_step"] == y["fall_step"]
+              and abs(x["mpkpe_mm"] - y["mpkpe_mm"]) <= 0.1, f"library vs CSV run: {x} {y}")
+    print(f"(c) the consumer's reference vs `adjoint motion build`'s library ({a['qpos'].shape[0]} frames): "
+          f"relative max {max(worst.values()):.2g} ({max(worst, key=worst.get)})")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -206,10 +247,13 @@ def main():
             print(f"(c) 50 steps of {c['name']}: fall_step {c['fall_step']}, MPKPE {c['mpkpe_mm']:.1f} mm (start "
                   f"{mp[0]:.2g} mm), drift {c['anchor_drift_m']:.3f} m")
 
+        check_library(adj, tmp, tool, pth)
+
         bad = os.path.join(tmp, "bad.csv")
         with open(bad, "w") as f:
             f.write("0 0 0.8 0 0 0 1 " + " ".join(["0"] * 29) + "\n" + "0 0 x\n")
-        for args, what in (([pth, bad], f"{bad}:2"), ([os.path.join(tmp, "none.onnx"), CLIP], "none.onnx")):
+        for args, what in (([pth, bad], f"{bad}:2"), ([os.path.join(tmp, "none.onnx"), CLIP], "none.onnx"),
+                           ([pth, CLIP, "--clip", "nosuch.csv"], "--clip nosuch.csv")):
             rc, out = run([sys.executable, tool] + args)
             check(rc == 2 and what in out, f"bad input {what}: exit {rc}: {out.strip()[-200:]}")
     finally:

@@ -135,7 +135,10 @@ static int model_meta(const EnvTask* tk, const double* tparam, int act_dim, Mode
   int by_act = m->nu > 0 && m->nu == act_dim;
   for (int a = 0; by_act && a < m->nu; a++) {
     int j = m->actuator_trnid[2 * a];
-    by_act = m->actuator_trntype[a] == mjTRN_JOINT && (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE);
+    double kp, kd;
+    servo_gains(m, a, &kp, &kd);
+    by_act = kp > 0 && m->actuator_trntype[a] == mjTRN_JOINT &&
+             (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE);
     for (int b = 0; by_act && b < a; b++) by_act = m->actuator_trnid[2 * b] != j;
   }
   mm->by_actuator = by_act;

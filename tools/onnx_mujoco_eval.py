@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """onnx_mujoco_eval: an exported motion-tracking policy run by onnxruntime inside MuJoCo's own simulator.
 
-Usage: onnx_mujoco_eval.py POLICY.onnx CLIP [CLIP ...] [--model XML] [--max-steps N] [--json FILE] [--per-step]
+Usage: onnx_mujoco_eval.py POLICY.onnx CLIPS [CLIPS ...] [--clip NAME]... [--model XML] [--max-steps N]
+                           [--json FILE] [--per-step]
 
 A consumer of `adjoint export --onnx` that knows nothing of the trainer: everything comes from the ONNX
-model's metadata_props (g1_tracking's export hook) and the clips. CLIP: a LAFAN1-style clip CSV (.csv or
-.csv.gz: root x y z, quaternion x y z w, the joints in the model's qpos[7:] order, 30 fps), or a directory with a
-MANIFEST.tsv (every clip in its order); looked up on the asset search path (the path, $ADJOINT_ASSETS, ./assets,
-../shared/assets, then the same beside this repository). The model is the metadata's `model` (--model replaces it).
+model's metadata_props (g1_tracking's export hook) and the clips. CLIPS: a LAFAN1-style clip CSV (.csv or
+.csv.gz: root x y z, quaternion x y z w, the joints in the model's qpos[7:] order, 30 fps), a directory with a
+MANIFEST.tsv (every clip in its order), or an HDF5 motion library of `adjoint motion build` (.h5, needs h5py;
+its reference is used as stored, as the task reads it); looked up on the asset search path (the path,
+$ADJOINT_ASSETS, ./assets, ../shared/assets, then the same beside this repository). --clip NAME keeps the clips
+of that name (the manifest's file name, e.g. walk1_subject1.csv). The model is the metadata's `model` (--model
+replaces it).
 
 Per clip, as the task (envs/g1_tracking.c) and `adjoint eval --motions` define it:
-  reference  the clip resampled to the control rate (linear joints and position, slerp for the root), body
+  reference  a CSV clip resampled to the control rate (linear joints and position, slerp for the root), body
              poses by MuJoCo's mj_kinematics, velocities by differences inside the clip (central, one-sided at
-             the ends; angular: the rotation vector of q[k+1] q[k-1]^-1), in float64;
+             the ends; angular: the rotation vector of q[k+1] q[k-1]^-1), in float64, as `adjoint motion build`
+             makes the library (which stores it in float32);
   start      frame 0, the reference state: root pose and velocity of the reference, joints clipped to the soft
              limits (mid -+ soft_joint_limit_factor / 2 range), joint velocities of the reference, ctrl 0;
   step k     (k = 0 .. T-1) observation of the state and frame k (the metadata's observation_layout), action by
@@ -88,12 +93,19 @@ def read_clip(path, njoint):
     return np.array(rows)
 
 
+def is_library(path):
+    return path.endswith(".h5") or path.endswith(".hdf5")
+
+
 def clip_paths(arg):
-    """(name, path) of each clip an argument names: a clip file, or a directory's MANIFEST.tsv clips."""
+    """(name, path) of each clip an argument names: a clip file, a directory's MANIFEST.tsv clips, or every clip of
+    a motion library (path None: read by library_refs)."""
     path = find_asset(arg)
+    if is_library(path):
+        return [(name, None, path) for name in library_clips(path)[0]]
     if not os.path.isdir(path):
         name = os.path.basename(path)
-        return [(name[:-3] if name.endswith(".gz") else name, path)]
+        return [(name[:-3] if name.endswith(".gz") else name, path, None)]
     man = os.path.join(path, "MANIFEST.tsv")
     if not os.path.exists(man):
         raise InputError(f"{path}: a directory without MANIFEST.tsv")
@@ -104,7 +116,7 @@ def clip_paths(arg):
                 continue
             name = line.split("\t")[0].strip()
             p = os.path.join(path, name)
-            out.append((name, p + ".gz" if os.path.exists(p + ".gz") else p))
+            out.append((name, p + ".gz" if os.path.exists(p + ".gz") else p, None))
     return out
 
 
@@ -166,6 +178,55 @@ def reference(mujoco, model, qpos, fps):
     ang = world_ang_vel(quat[a], quat[b], h[:, :, None])
     return {"qpos": qpos, "joint_pos": qpos[:, 7:], "joint_vel": jv, "body_pos_w": pos, "body_quat_w": quat,
             "body_lin_vel_w": lin, "body_ang_vel_w": ang}
+
+
+# ---- an HDF5 motion library (`adjoint motion build`, motion/README.md): the reference as the task reads it ----
+def h5_open(path):
+    try:
+        import h5py
+    except ImportError:
+        raise InputError(f"{path}: reading a motion library needs h5py (.venv/bin/pip install h5py); "
+                         "give the clip CSVs instead") from None
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise InputError(f"{path}: not a readable HDF5 file ({e})") from None
+
+
+def library_clips(path):
+    with h5_open(path) as f:
+        try:
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["clip_names"][()]]
+            return names, f["clip_start"][()], f["clip_len"][()]
+        except KeyError as e:
+            raise InputError(f"{path}: dataset {e} missing (not a motion library)") from None
+
+
+def library_ref(model, path, name, fps, max_frames=None):
+    """Clip `name` of the library as the reference dict of reference(); bodies indexed by model body id (the
+    library leaves the world body out)."""
+    names, start, length = library_clips(path)
+    c = names.index(name)
+    a, n = int(start[c]), int(length[c])
+    if max_frames is not None:
+        n = min(n, max_frames)
+    with h5_open(path) as f:
+        lib_fps = float(f["fps"][()])
+        if abs(lib_fps - fps) > 1e-6 * fps:
+            raise InputError(f"{path}: {lib_fps} fps, the policy's control rate is {fps} Hz")
+        bodies = [b.decode() if isinstance(b, bytes) else str(b) for b in f["body_names"][()]]
+        want = [model.body(i).name for i in range(1, model.nbody)]
+        if bodies != want:
+            raise InputError(f"{path}: body_names are not the model's bodies 1..{model.nbody - 1}")
+        ref = {"qpos": f["qpos"][a:a + n].astype(np.float64)}
+        for k in ("joint_pos", "joint_vel"):
+            ref[k] = f[k][a:a + n].astype(np.float64)
+        for k, w in (("body_pos_w", [0, 0, 0]), ("body_quat_w", [1, 0, 0, 0]), ("body_lin_vel_w", [0, 0, 0]),
+                     ("body_ang_vel_w", [0, 0, 0])):
+            v = f[k][a:a + n].astype(np.float64)
+            world = np.broadcast_to(np.array(w, dtype=np.float64), (n, 1, len(w)))
+            ref[k] = np.concatenate([world, v], axis=1)
+    return ref
 
 
 # ---- the exported policy and what its metadata says ----
@@ -398,6 +459,7 @@ def main(argv):
     ap.add_argument("clips", nargs="+")
     ap.add_argument("--model")
     ap.add_argument("--max-steps", type=int)
+    ap.add_argument("--clip", action="append", help="only this clip (repeatable), by its listed name")
     ap.add_argument("--json")
     ap.add_argument("--per-step", action="store_true")
     args = ap.parse_args(argv)
@@ -416,16 +478,24 @@ def main(argv):
         tr = Tracker(mujoco, model, pol)
         fps = 1 / pol.dt
         clips = [c for a in args.clips for c in clip_paths(a)]
+        if args.clip:
+            have = {c[0] for c in clips}
+            for want in args.clip:
+                if want not in have:
+                    raise InputError(f"--clip {want}: no such clip in {' '.join(args.clips)}")
+            clips = [c for c in clips if c[0] in args.clip]
         results = []
         print(f"policy {args.policy} ({pol.meta.get('task', '?')}, {pol.meta.get('algo', '?')}), model {model_path}, "
               f"{len(clips)} clips, MuJoCo {mujoco.__version__}")
         print(f"{'clip':32s} {'steps':>6s} {'fall (s)':>9s} {'MPKPE (mm)':>11s} {'drift (m)':>10s}")
-        for name, path in clips:
-            q = read_clip(path, model.nq - 7)
-            q = resample(q, 30.0, fps)
-            if args.max_steps is not None:  # the frames the steps use, and the next (central differences)
-                q = q[:args.max_steps + 1]
-            ref = reference(mujoco, model, q, fps)
+        for name, path, lib in clips:
+            if lib:
+                ref = library_ref(model, lib, name, fps, args.max_steps)
+            else:
+                q = resample(read_clip(path, model.nq - 7), 30.0, fps)
+                if args.max_steps is not None:  # the frames the steps use, and the next (central differences)
+                    q = q[:args.max_steps + 1]
+                ref = reference(mujoco, model, q, fps)
             r = {"name": name, **run_clip(tr, ref, args.max_steps, args.per_step)}
             results.append(r)
             fall = f"{r['fall_time']:.2f}" if r["fall_time"] is not None else "-"
