@@ -520,7 +520,8 @@ int nn_export_onnx(const NnExportPolicy* p, const NnExportMeta* meta, const NnOn
   pb_int(&model, 1, opset >= 17 ? 8 : 7);
   pb_str(&model, 2, "adjoint");
   pb_str(&model, 3, "1");
-  pb_str(&model, 6, "Policy exported by `adjoint export`: actions = MLP(normalize(obs)) * action_scale + action_offset");
+  pb_str(&model, 6, "Policy exported by `adjoint export`: actions = MLP(normalize(obs)), then the graph's per-action "
+         "scale and offset where the export gives one; metadata_props say how the task uses the actions");
   pb_msg(&model, 7, &graph);
   pb_str(&ops, 1, "");
   pb_int(&ops, 2, opset);
