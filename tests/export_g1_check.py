@@ -14,7 +14,9 @@ Trains a tiny g1_tracking checkpoint on the CPU (the ∇Mimic preset, 8 worlds, 
       observations within float32 rounding, onnxruntime's action on the task's observation within 1e-5 of the
       trainer's, the consumer's position targets equal the task's (both clamped to ctrlrange);
   (c) a 50-step run of one clip: exit 0, MPKPE and drift finite, 0 mm at the start state, the reported means
-      equal the per-step series; bad clips and a missing policy exit 2 naming the file.
+      equal the per-step series; with h5py, the consumer's reference against `adjoint motion build`'s library
+      (float32) and runs on both, one process or two (--jobs 2) alike; bad clips, a missing policy and an
+      unknown --clip exit 2 naming them.
 Exit 0 pass, 1 fail, 77 skipped (onnx / onnxruntime / mujoco missing, or the G1 model / LAFAN1 clips absent).
 """
 import json
@@ -186,10 +188,14 @@ def check_library(adj, tmp, tool, pth):
     for src, r in zip((lib, clips), res):
         rc, out = run([sys.executable, tool, pth, src, "--max-steps", "20", "--json", r])
         check(rc == 0, f"onnx_mujoco_eval on {src}: exit {rc}: {out}")
+    par = os.path.join(tmp, "jobs.json")
+    rc, out = run([sys.executable, tool, pth, lib, clips, "--max-steps", "20", "--json", par, "--jobs", "2"])
+    check(rc == 0, f"onnx_mujoco_eval --jobs 2: exit {rc}: {out}")
     if not failures:
         x, y = (json.load(open(r))["clips"][0] for r in res)
         check(x["name"] == y["name"] == "walk.csv" and x["fall_step"] == y["fall_step"]
               and abs(x["mpkpe_mm"] - y["mpkpe_mm"]) <= 0.1, f"library vs CSV run: {x} {y}")
+        check(json.load(open(par))["clips"] == [x, y], "--jobs 2 gives the results of one process")
     print(f"(c) the consumer's reference vs `adjoint motion build`'s library ({a['qpos'].shape[0]} frames): "
           f"relative max {max(worst.values()):.2g} ({max(worst, key=worst.get)})")
 

@@ -2,7 +2,7 @@
 """onnx_mujoco_eval: an exported motion-tracking policy run by onnxruntime inside MuJoCo's own simulator.
 
 Usage: onnx_mujoco_eval.py POLICY.onnx CLIPS [CLIPS ...] [--clip NAME]... [--model XML] [--max-steps N]
-                           [--json FILE] [--per-step]
+                           [--json FILE] [--per-step] [--jobs N]
 
 A consumer of `adjoint export --onnx` that knows nothing of the trainer: everything comes from the ONNX
 model's metadata_props (g1_tracking's export hook) and the clips. CLIPS: a LAFAN1-style clip CSV (.csv or
@@ -32,7 +32,8 @@ Per clip, as the task (envs/g1_tracking.c) and `adjoint eval --motions` define i
 A table on stdout; --json FILE: {"policy", "model", "clips": [{"name", "steps", "fall_step", "fall_time",
 "mpkpe_mm", "anchor_drift_m"}], "falls", "mean_mpkpe_mm", "mean_anchor_drift_m"} (fall_step 0 and fall_time
 null: no fall), written through a temporary file and a rename; --per-step adds each clip's series (entry 0: the
-start state against frame 0, then one per step). --max-steps N cuts every clip to its first N steps.
+start state against frame 0, then one per step). --max-steps N cuts every clip to its first N steps. --jobs N
+runs N clips at a time in separate processes (one onnxruntime thread each; the same results in the test).
 Exit 0; 2 bad input (a file, a clip line or a metadata key; the message names it); 1 a failed write.
 """
 import argparse
@@ -240,7 +241,7 @@ def meta_json(meta, key, path):
 
 
 class Policy:
-    def __init__(self, path):
+    def __init__(self, path, threads=0):
         import onnx
         import onnxruntime as ort
         try:
@@ -249,7 +250,9 @@ class Policy:
             raise InputError(f"{path}: not an ONNX model ({e})") from None
         self.path = path
         self.meta = {p.key: p.value for p in model.metadata_props}
-        self.sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads  # 0: onnxruntime's default; 1 in each of several processes
+        self.sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         self.input = self.sess.get_inputs()[0].name
         m = self.meta
         for k in ("obs_dim", "act_dim", "control_dt", "residual", "action_offset", "anchor_body_name",
@@ -443,6 +446,31 @@ def run_clip(tr, ref, max_steps=None, per_step=False):
     return out
 
 
+_WORKER = {}  # per process: the policy and the task's rules, made once for a job's settings
+
+
+def eval_clip(arg):
+    """One clip's result dict (or {"error": message}); arg = ((policy, model, max_steps, per_step, threads), clip)."""
+    job, (name, path, lib) = arg
+    policy, model_path, max_steps, per_step, threads = job
+    try:
+        if job not in _WORKER:
+            import mujoco
+            pol = Policy(policy, threads)
+            _WORKER[job] = (Tracker(mujoco, mujoco.MjModel.from_xml_path(model_path), pol), 1 / pol.dt)
+        tr, fps = _WORKER[job]
+        if lib:
+            ref = library_ref(tr.m, lib, name, fps, max_steps)
+        else:
+            q = resample(read_clip(path, tr.m.nq - 7), 30.0, fps)
+            if max_steps is not None:  # the frames the steps use, and the next (central differences)
+                q = q[:max_steps + 1]
+            ref = reference(tr.mj, tr.m, q, fps)
+        return {"name": name, **run_clip(tr, ref, max_steps, per_step)}
+    except InputError as e:
+        return {"error": str(e)}
+
+
 def write_atomic(path, text):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -462,6 +490,7 @@ def main(argv):
     ap.add_argument("--clip", action="append", help="only this clip (repeatable), by its listed name")
     ap.add_argument("--json")
     ap.add_argument("--per-step", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="clips run in parallel processes")
     args = ap.parse_args(argv)
     import mujoco
     try:
@@ -469,6 +498,8 @@ def main(argv):
             raise InputError(f"{args.policy}: no such file")
         if args.max_steps is not None and args.max_steps < 1:
             raise InputError(f"--max-steps {args.max_steps}: at least 1")
+        if args.jobs < 1:
+            raise InputError(f"--jobs {args.jobs}: at least 1")
         pol = Policy(args.policy)
         model_path = find_asset(args.model or pol.meta["model"])
         try:
@@ -488,19 +519,23 @@ def main(argv):
         print(f"policy {args.policy} ({pol.meta.get('task', '?')}, {pol.meta.get('algo', '?')}), model {model_path}, "
               f"{len(clips)} clips, MuJoCo {mujoco.__version__}")
         print(f"{'clip':32s} {'steps':>6s} {'fall (s)':>9s} {'MPKPE (mm)':>11s} {'drift (m)':>10s}")
-        for name, path, lib in clips:
-            if lib:
-                ref = library_ref(model, lib, name, fps, args.max_steps)
-            else:
-                q = resample(read_clip(path, model.nq - 7), 30.0, fps)
-                if args.max_steps is not None:  # the frames the steps use, and the next (central differences)
-                    q = q[:args.max_steps + 1]
-                ref = reference(mujoco, model, q, fps)
-            r = {"name": name, **run_clip(tr, ref, args.max_steps, args.per_step)}
+        job = (args.policy, model_path, args.max_steps, args.per_step, 1 if args.jobs > 1 else 0)
+        if args.jobs > 1:  # clips in parallel processes (spawned: no onnxruntime thread pool crosses a fork)
+            import multiprocessing
+            pool = multiprocessing.get_context("spawn").Pool(min(args.jobs, len(clips)))
+            rows = pool.imap(eval_clip, [(job, c) for c in clips])
+        else:
+            _WORKER[job] = (tr, fps)
+            rows = (eval_clip((job, c)) for c in clips)
+        for r in rows:
+            if "error" in r:
+                raise InputError(r["error"])
             results.append(r)
             fall = f"{r['fall_time']:.2f}" if r["fall_time"] is not None else "-"
-            print(f"{name:32s} {r['steps']:6d} {fall:>9s} {r['mpkpe_mm']:11.1f} {r['anchor_drift_m']:10.3f}",
+            print(f"{r['name']:32s} {r['steps']:6d} {fall:>9s} {r['mpkpe_mm']:11.1f} {r['anchor_drift_m']:10.3f}",
                   flush=True)
+        if args.jobs > 1:
+            pool.close()
     except InputError as e:
         print(f"onnx_mujoco_eval: {e}", file=sys.stderr)
         return USAGE_ERROR
