@@ -274,6 +274,8 @@ class Policy:
         if self.offset not in ("reference_joint_pos", "default_joint_pos"):
             raise InputError(f"{path}: metadata action_offset '{self.offset}' (this consumer knows "
                              "reference_joint_pos and default_joint_pos)")
+        if (m["residual"] == "1") != (self.offset == "reference_joint_pos"):
+            raise InputError(f"{path}: metadata residual {m['residual']} with action_offset {self.offset}")
         if not (len(self.joint_names) == self.act_dim == self.action_scale.size == self.default_pos.size):
             raise InputError(f"{path}: joint_names, action_scale, default_joint_pos do not have act_dim entries")
         if sum(int(s) for _, s in self.layout) != self.obs_dim:
