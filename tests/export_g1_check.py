@@ -249,7 +249,8 @@ def main():
             check(mp[0] <= 1e-6 and dr[0] <= 1e-9, f"MPKPE at the start state {mp[0]:g} mm, drift {dr[0]:g} m")
             check(abs(c["mpkpe_mm"] - np.mean(mp[1:])) <= 1e-9 * (1 + c["mpkpe_mm"]), "MPKPE is the steps' mean")
             check(abs(c["anchor_drift_m"] - np.mean(dr[1:])) <= 1e-12, "drift is the steps' mean")
-            check((c["fall_time"] is None) == (c["fall_step"] == 0), "fall_time null exactly without a fall")
+            check((c["fall_time_s"] is None) == (c["fall_step"] == 0) == (not c["fell"]),
+                  "fall_time_s null exactly without a fall")
             print(f"(c) 50 steps of {c['name']}: fall_step {c['fall_step']}, MPKPE {c['mpkpe_mm']:.1f} mm (start "
                   f"{mp[0]:.2g} mm), drift {c['anchor_drift_m']:.3f} m")
 

@@ -23,15 +23,17 @@ Per clip, as the task (envs/g1_tracking.c) and `adjoint eval --motions` define i
   step k     (k = 0 .. T-1) observation of the state and frame k (the metadata's observation_layout), action by
              onnxruntime, ctrl = clip(action_offset + action_scale * action, ctrlrange) per actuator, then
              control_dt / timestep MuJoCo steps; the state is compared with frame k;
-  fall       the first step whose state meets a termination (the metadata's thresholds); fall_time = its
+  fall       the first step whose state meets a termination (the metadata's thresholds); fall time = its
              number (1-based) x control_dt; the clip stops there;
   MPKPE      mean over the steps up to the fall (or the end) of the mean distance of the tracked bodies
              (body_names) to the reference re-anchored to the robot's anchor (the reference anchor moved to the
              robot anchor's x, y, turned by the yaw of R_anchor R_ref_anchor^T), in mm;
   drift      mean over the same steps of the anchor's world distance to the reference anchor, in m.
-A table on stdout; --json FILE: {"policy", "model", "clips": [{"name", "steps", "fall_step", "fall_time",
-"mpkpe_mm", "anchor_drift_m"}], "falls", "mean_mpkpe_mm", "mean_anchor_drift_m"} (fall_step 0 and fall_time
-null: no fall), written through a temporary file and a rename; --per-step adds each clip's series (entry 0: the
+A table on stdout; --json FILE, laid out as `adjoint eval --motions`'s eval.json (its clip and summary keys, less
+the normalized return): {"policy", "model", "simulator", "dt", "max_steps", "clips": [{"name", "steps",
+"duration_s", "fell", "fall_step", "fall_time_s", "mpkpe_mm", "anchor_drift_m"}], "summary": {"clips", "falls",
+"mpkpe_mm", "anchor_drift_m"}} (fall_step 0 and fall_time_s null: no fall; summary: unweighted means over the
+clips), written through a temporary file and a rename; --per-step adds each clip's series (entry 0: the
 start state against frame 0, then one per step). --max-steps N cuts every clip to its first N steps. --jobs N
 runs N clips at a time in separate processes (one onnxruntime thread each; the same results in the test).
 Exit 0; 2 bad input (a file, a clip line or a metadata key; the message names it); 1 a failed write.
@@ -441,8 +443,9 @@ def run_clip(tr, ref, max_steps=None, per_step=False):
         if fell or not np.all(np.isfinite(d.qpos)):
             fall = k + 1
             break
-    out = {"steps": T, "fall_step": fall, "fall_time": fall * pol.dt if fall else None,
-           "mpkpe_mm": 1000 * float(np.mean(mps)), "anchor_drift_m": float(np.mean(drs))}
+    out = {"steps": T, "duration_s": T * pol.dt, "fell": fall > 0, "fall_step": fall,
+           "fall_time_s": fall * pol.dt if fall else None, "mpkpe_mm": 1000 * float(np.mean(mps)),
+           "anchor_drift_m": float(np.mean(drs))}
     if per_step:
         out["per_step"] = series
     return out
@@ -533,7 +536,7 @@ def main(argv):
             if "error" in r:
                 raise InputError(r["error"])
             results.append(r)
-            fall = f"{r['fall_time']:.2f}" if r["fall_time"] is not None else "-"
+            fall = f"{r['fall_time_s']:.2f}" if r["fall_time_s"] is not None else "-"
             print(f"{r['name']:32s} {r['steps']:6d} {fall:>9s} {r['mpkpe_mm']:11.1f} {r['anchor_drift_m']:10.3f}",
                   flush=True)
         if args.jobs > 1:
@@ -542,11 +545,12 @@ def main(argv):
         print(f"onnx_mujoco_eval: {e}", file=sys.stderr)
         return USAGE_ERROR
     falls = sum(1 for r in results if r["fall_step"])
-    summary = {"policy": args.policy, "model": model_path, "mujoco": mujoco.__version__, "clips": results,
-               "falls": falls, "mean_mpkpe_mm": float(np.mean([r["mpkpe_mm"] for r in results])),
-               "mean_anchor_drift_m": float(np.mean([r["anchor_drift_m"] for r in results]))}
-    print(f"{len(results)} clips: {falls} falls, mean MPKPE {summary['mean_mpkpe_mm']:.1f} mm, "
-          f"mean anchor drift {summary['mean_anchor_drift_m']:.3f} m")
+    mean = {"clips": len(results), "falls": falls, "mpkpe_mm": float(np.mean([r["mpkpe_mm"] for r in results])),
+            "anchor_drift_m": float(np.mean([r["anchor_drift_m"] for r in results]))}
+    summary = {"policy": args.policy, "model": model_path, "simulator": f"mujoco {mujoco.__version__}",
+               "dt": pol.dt, "max_steps": args.max_steps or 0, "clips": results, "summary": mean}
+    print(f"{len(results)} clips: {falls} falls, mean MPKPE {mean['mpkpe_mm']:.1f} mm, "
+          f"mean anchor drift {mean['anchor_drift_m']:.3f} m")
     if args.json:
         try:
             write_atomic(args.json, json.dumps(summary, indent=1) + "\n")
