@@ -14,7 +14,7 @@ Trains a tiny g1_tracking checkpoint on the CPU (the ∇Mimic preset, 8 worlds, 
       observations within float32 rounding, onnxruntime's action on the task's observation within 1e-5 of the
       trainer's, the consumer's position targets equal the task's (both clamped to ctrlrange);
   (c) a 50-step run of one clip: exit 0, MPKPE and drift finite, 0 mm at the start state, the reported means
-      equal the per-step series; with h5py, the consumer's reference against `adjoint motion build`'s library
+      equal the per-step series, an eval.json's figures printed and stored beside them (--beside); with h5py, the consumer's reference against `adjoint motion build`'s library
       (float32) and runs on both, one process or two (--jobs 2) alike; bad clips, a missing policy and an
       unknown --clip exit 2 naming them.
 Exit 0 pass, 1 fail, 77 skipped (onnx / onnxruntime / mujoco missing, or the G1 model / LAFAN1 clips absent).
@@ -238,7 +238,13 @@ def main():
 
         res = os.path.join(tmp, "eval.json")
         tool = os.path.join(HERE, "..", "tools", "onnx_mujoco_eval.py")
-        rc, out = run([sys.executable, tool, pth, CLIP, "--max-steps", "50", "--per-step", "--json", res])
+        other = os.path.join(tmp, "other_eval.json")  # an eval.json of adjoint eval --motions, made up
+        with open(other, "w") as f:
+            json.dump({"clips": [{"name": "walk1_subject1.csv", "fall_step": 7, "fall_time_s": 0.14,
+                                  "mpkpe_mm": 12.5, "anchor_drift_m": 0.25}]}, f)
+        rc, out = run([sys.executable, tool, pth, CLIP, "--max-steps", "50", "--per-step", "--json", res,
+                       "--beside", other])
+        check(" 0.14 " in out and "| 12.5 " in out and "| 0.250" in out, f"--beside table: {out[-300:]}")
         check(rc == 0, f"onnx_mujoco_eval exit {rc}: {out}")
         if rc == 0:
             c = json.load(open(res))["clips"][0]
@@ -249,6 +255,8 @@ def main():
             check(mp[0] <= 1e-6 and dr[0] <= 1e-9, f"MPKPE at the start state {mp[0]:g} mm, drift {dr[0]:g} m")
             check(abs(c["mpkpe_mm"] - np.mean(mp[1:])) <= 1e-9 * (1 + c["mpkpe_mm"]), "MPKPE is the steps' mean")
             check(abs(c["anchor_drift_m"] - np.mean(dr[1:])) <= 1e-12, "drift is the steps' mean")
+            check(c["beside"] == {"fall_step": 7, "fall_time_s": 0.14, "mpkpe_mm": 12.5, "anchor_drift_m": 0.25},
+                  f"--beside in the JSON: {c.get('beside')}")
             check((c["fall_time_s"] is None) == (c["fall_step"] == 0) == (not c["fell"]),
                   "fall_time_s null exactly without a fall")
             print(f"(c) 50 steps of {c['name']}: fall_step {c['fall_step']}, MPKPE {c['mpkpe_mm']:.1f} mm (start "

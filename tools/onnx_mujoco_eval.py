@@ -2,7 +2,7 @@
 """onnx_mujoco_eval: an exported motion-tracking policy run by onnxruntime inside MuJoCo's own simulator.
 
 Usage: onnx_mujoco_eval.py POLICY.onnx CLIPS [CLIPS ...] [--clip NAME]... [--model XML] [--max-steps N]
-                           [--json FILE] [--per-step] [--jobs N]
+                           [--json FILE] [--per-step] [--jobs N] [--beside EVAL.json]
 
 A consumer of `adjoint export --onnx` that knows nothing of the trainer: everything comes from the ONNX
 model's metadata_props (g1_tracking's export hook) and the clips. CLIPS: a LAFAN1-style clip CSV (.csv or
@@ -36,6 +36,8 @@ the normalized return): {"policy", "model", "simulator", "dt", "max_steps", "cli
 clips), written through a temporary file and a rename; --per-step adds each clip's series (entry 0: the
 start state against frame 0, then one per step). --max-steps N cuts every clip to its first N steps. --jobs N
 runs N clips at a time in separate processes (one onnxruntime thread each; the same results in the test).
+--beside EVAL.json prints `adjoint eval --motions`' results for the same clips (by name) beside ours and adds
+them to each clip of --json as "beside".
 Exit 0; 2 bad input (a file, a clip line or a metadata key; the message names it); 1 a failed write.
 """
 import argparse
@@ -496,6 +498,7 @@ def main(argv):
     ap.add_argument("--json")
     ap.add_argument("--per-step", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="clips run in parallel processes")
+    ap.add_argument("--beside", help="an eval.json of `adjoint eval --motions` to print beside these results")
     args = ap.parse_args(argv)
     import mujoco
     try:
@@ -505,6 +508,12 @@ def main(argv):
             raise InputError(f"--max-steps {args.max_steps}: at least 1")
         if args.jobs < 1:
             raise InputError(f"--jobs {args.jobs}: at least 1")
+        theirs = {}
+        if args.beside:
+            try:
+                theirs = {c["name"]: c for c in json.load(open(args.beside))["clips"]}
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise InputError(f"--beside {args.beside}: not an eval.json with clips ({e})") from None
         pol = Policy(args.policy)
         model_path = find_asset(args.model or pol.meta["model"])
         try:
@@ -551,6 +560,17 @@ def main(argv):
                "dt": pol.dt, "max_steps": args.max_steps or 0, "clips": results, "summary": mean}
     print(f"{len(results)} clips: {falls} falls, mean MPKPE {mean['mpkpe_mm']:.1f} mm, "
           f"mean anchor drift {mean['anchor_drift_m']:.3f} m")
+    if args.beside:
+        summary["beside"] = args.beside
+        print(f"beside {args.beside} (MuJoCo here | adjoint eval there):")
+        print(f"{'clip':32s} {'fall (s)':>15s} {'MPKPE (mm)':>15s} {'drift (m)':>15s}")
+        for r in results:
+            o = theirs.get(r["name"])
+            r["beside"] = {k: o.get(k) for k in ("fall_step", "fall_time_s", "mpkpe_mm", "anchor_drift_m")} if o else None
+            f = lambda c: "-" if not c or c.get("fall_time_s") is None else f"{c['fall_time_s']:.2f}"  # noqa: E731
+            g = lambda c, k, p: "?" if not c or not isinstance(c.get(k), (int, float)) else f"{c[k]:.{p}f}"  # noqa: E731
+            print(f"{r['name']:32s} {f(r):>7s} | {f(o) if o else '?':<5s} {g(r, 'mpkpe_mm', 1):>7s} | "
+                  f"{g(o, 'mpkpe_mm', 1):<5s} {g(r, 'anchor_drift_m', 3):>7s} | {g(o, 'anchor_drift_m', 3)}")
     if args.json:
         try:
             write_atomic(args.json, json.dumps(summary, indent=1) + "\n")
