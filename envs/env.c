@@ -149,6 +149,11 @@ int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t er
   return obs_dim_under(tk, p);
 }
 
+int env_task_constants(const EnvTask* tk, const char* params, double* p, char* err, size_t errlen) {
+  char str[ENV_MAX_STRS][ENV_STR_MAX];
+  return parse_task_params(tk, params, p, str, err, errlen);
+}
+
 int env_create(EnvBatch** out, const char* task, int nworld, int episode_steps, uint64_t seed, char* err,
                size_t errlen) {
   return env_create_params(out, task, NULL, nworld, episode_steps, seed, err, errlen);

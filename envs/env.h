@@ -427,6 +427,12 @@ typedef struct EnvTaskInfo {
   // optional (NULL: never): 1 when the worlds need per-world parameters (sim_params_enable) under the constants
   // p, e.g. domain randomisation that the task's reset writes into the world's prm_* arrays
   int (*uses_params)(const double* p);
+  // optional (NULL: none): what a deployment of the task's policy needs beyond the generic export (`adjoint export`
+  // writes it into the ONNX metadata_props and the blob's sidecar): put(ctx, key, value) per pair, under the
+  // constants p on the compiled model m (no task data); values are text, lists as JSON. A key the export writes
+  // itself (e.g. action_scale, default_joint_pos) takes the task's value. Returns 0, or non-zero with a message
+  int (*export_meta)(const SimModel* m, const double* p, void (*put)(void* ctx, const char* key, const char* value),
+                     void* ctx, char* err, size_t errlen);
 } EnvTaskInfo;
 #define ENV_MAX_TASK_METRICS 8
 
@@ -671,6 +677,9 @@ int env_create_like(EnvBatch** out, const EnvBatch* like, int nworld, int episod
 // The observation size env_create_params gives task tk under the spec params (for readers without an EnvBatch,
 // e.g. `adjoint export`); -1 and err on a bad spec.
 int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen);
+// The task's numeric constants (p: ENV_MAX_PARAMS, in table order) under the spec params, as env_create_params
+// resolves them; -1 and err on a bad spec.
+int env_task_constants(const EnvTask* tk, const char* params, double* p, char* err, size_t errlen);
 void env_destroy(EnvBatch* e);
 // Re-creates the engine data with reverse-mode gradients (sim_adjoint_enable(ntape physics substeps per world)),
 // keeping every world's state (qpos, qvel, ctrl, warm start, applied forces, time, counters). 0 or -1.

@@ -1003,6 +1003,60 @@ static const EnvTaskEval g1_tracking_eval_ = {
     "dr_com_x=0, dr_com_y=0, dr_com_z=0",
     "motion", g1_eval_nclip, g1_eval_clip_name, g1_eval_clip_steps, g1_eval_start, g1_eval_host_step,
     g1_eval_host_ref_qpos};
+#ifdef ADJ_HAVE_MOTION_LIB
+// What a deployment needs beyond the generic export (`adjoint export`'s metadata; tools/onnx_mujoco_eval.py
+// reads it): the joint target per actuator, offset + action_scale a (offset: the reference joint positions with
+// residual, else the default pose), the observation's terms in order with their sizes, the tracked bodies and
+// the termination thresholds. Lists are JSON, in actuator order unless named otherwise; default_joint_pos is the
+// task's default pose (it replaces the model's qpos0).
+static void g1_json_f(char* b, size_t n, const double* v, int k) {
+  size_t o = (size_t)snprintf(b, n, "[");
+  for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(b + o, n - o, "%s%.9g", i ? ", " : "", v[i]);
+  if (o < n) snprintf(b + o, n - o, "]");
+}
+static void g1_json_s(char* b, size_t n, const char* const* v, int k, const char* suffix) {
+  size_t o = (size_t)snprintf(b, n, "[");
+  for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(b + o, n - o, "%s\"%s%s\"", i ? ", " : "", v[i], suffix);
+  if (o < n) snprintf(b + o, n - o, "]");
+}
+static int g1_tracking_export_meta(const SimModel* m, const double* p,
+                                   void (*put)(void* ctx, const char* key, const char* value), void* ctx, char* err,
+                                   size_t errlen) {
+  if (g1_check_model(m, err, errlen)) return -1;
+  char b[4096];
+  double v[G1_NJ];
+  for (int i = 0; i < G1_NJ; i++)  // as g1_pack
+    v[i] = (double)(sim_real)(0.25 * (double)m->actuator_forcerange[2 * i + 1] / (double)m->actuator_gainprm[3 * i]);
+  g1_json_f(b, sizeof(b), v, G1_NJ), put(ctx, "action_scale", b);
+  for (int i = 0; i < G1_NJ; i++) v[i] = g1_default_joint(g1_tracking_act_names[i]);
+  g1_json_f(b, sizeof(b), v, G1_NJ), put(ctx, "default_joint_pos", b);
+  int residual = p[ENVP_residual] > 0.5;
+  put(ctx, "residual", residual ? "1" : "0");
+  put(ctx, "action_offset", residual ? "reference_joint_pos" : "default_joint_pos");
+  put(ctx, "joint_target", "action_offset + action_scale * actions per actuator (position servo ctrl, clamped to "
+      "ctrlrange); reference_joint_pos: the clip's joint positions at the frame the observation shows");
+  put(ctx, "observation_layout", "[[\"command_joint_pos\", 29], [\"command_joint_vel\", 29], "
+      "[\"motion_anchor_pos_b\", 3], [\"motion_anchor_ori_b\", 6], [\"base_lin_vel\", 3], [\"base_ang_vel\", 3], "
+      "[\"joint_pos_rel\", 29], [\"joint_vel_rel\", 29], [\"last_action\", 29]]");
+  g1_json_s(b, sizeof(b), g1_joint_names, G1_NJ, "_joint"), put(ctx, "observation_joint_names", b);
+  put(ctx, "observation_note", "joint terms in observation_joint_names order (joint_pos_rel: minus default_joint_pos "
+      "of that joint), last_action in actuator order; motion_anchor_ori_b: the first two columns of "
+      "R(q_anchor^-1 q_ref_anchor), row by row; base velocities of root_body_name in its frame");
+  put(ctx, "anchor_body_name", g1_body_names[G1_ANCHOR]);
+  put(ctx, "root_body_name", g1_body_names[0]);
+  g1_json_s(b, sizeof(b), g1_body_names, G1_NB, ""), put(ctx, "body_names", b);
+  snprintf(b, sizeof(b), "{\"anchor_z\": %.9g, \"anchor_ori\": %.9g, \"ee_z\": %.9g, \"ee_body_names\": [\"%s\", "
+           "\"%s\", \"%s\", \"%s\"]}", p[ENVP_term_anchor_z], p[ENVP_term_anchor_ori], p[ENVP_term_ee_z],
+           g1_body_names[3], g1_body_names[6], g1_body_names[10], g1_body_names[13]);
+  put(ctx, "termination", b);
+  put(ctx, "soft_joint_limit_factor", "0.9");  // soft limits mid -+ 0.45 range (reset clipping, penalty)
+  snprintf(b, sizeof(b), "%.6g", 1.0 / (double)g1_step_dt(m)), put(ctx, "motion_fps", b);  // float timestep
+  return 0;
+}
+#define G1_EXPORT_INFO , .export_meta = g1_tracking_export_meta
+#else
+#define G1_EXPORT_INFO
+#endif
 
 static int g1_tracking_load_data(const SimModel* m, const double* p, const char* const* s, void** data,
                                  size_t* bytes, char* err, size_t errlen) {
@@ -1064,5 +1118,5 @@ ENV_TASK_HOST(g1_tracking, {.name = "g1_tracking", .model = "g1/scene_flat.xml",
                             .load_data = g1_tracking_load_data, .eval = &g1_tracking_eval_,
                             ENV_TASK_SHARED_INFO(g1_tracking, g1_tracking_shared_size), .nmetric = G1_NSTAT,
                             .metric_names = g1_tracking_metric_names, .metrics = g1_tracking_metrics,
-                            .uses_params = g1_tracking_uses_params G1_CRITIC_INFO})
+                            .uses_params = g1_tracking_uses_params G1_CRITIC_INFO G1_EXPORT_INFO})
 #endif

@@ -336,13 +336,82 @@ static void meta_kv(Buf* model, const char* key, const char* value) {  // String
   pb_str(&e, 2, value ? value : "");
   pb_msg(model, 14, &e);
 }
-static void meta_own(Buf* model, const char* key, char* value) {  // takes a malloc'ed value
+
+// The metadata pairs, once for both sinks: the ONNX model's metadata_props and the blob's JSON sidecar.
+typedef struct {
+  Buf* b;
+  int json;  // 1: a JSON object of string values; 0: metadata_props entries
+  int n;     // pairs written
+  const NnExportMeta* meta;
+} MetaOut;
+// an extra pair replaces the built-in pair of the same key (ONNX refuses duplicate metadata keys)
+static int meta_replaced(const NnExportMeta* m, const char* key) {
+  for (int i = 0; i < m->n_extra; i++)
+    if (m->extra_keys && m->extra_keys[i] && !strcmp(m->extra_keys[i], key)) return 1;
+  return 0;
+}
+static void meta_put(MetaOut* o, const char* key, const char* value, int builtin) {
+  if (builtin && meta_replaced(o->meta, key)) return;
+  if (!o->json) {
+    meta_kv(o->b, key, value);
+  } else {
+    buf_put(o->b, o->n ? ",\n  " : "{\n  ", 4);
+    json_str(o->b, key);
+    buf_put(o->b, ": ", 2);
+    json_str(o->b, value ? value : "");
+  }
+  o->n++;
+}
+static void meta_put_own(MetaOut* o, const char* key, char* value) {  // takes a malloc'ed value
   if (!value) {
-    model->oom = 1;
+    o->b->oom = 1;
     return;
   }
-  meta_kv(model, key, value);
+  meta_put(o, key, value, 1);
   free(value);
+}
+static void meta_pairs(MetaOut* o, const NnExportPolicy* p, const NnExportMeta* meta) {
+  const NnConfig* c = &p->cfg;
+  int O = c->in_dim, A = c->out_dim;
+  float out_scale = (float)(c->out_scale != 0 ? c->out_scale : 1.0);
+  char num[64];
+  meta_put(o, "producer", "adjoint", 1);
+  if (meta->task) meta_put(o, "task", meta->task, 1);
+  if (meta->algo) meta_put(o, "algo", meta->algo, 1);
+  if (meta->source) meta_put(o, "source", meta->source, 1);
+  meta_put(o, "ema", meta->ema ? "1" : "0", 1);
+  snprintf(num, sizeof(num), "%d", O), meta_put(o, "obs_dim", num, 1);
+  snprintf(num, sizeof(num), "%d", A), meta_put(o, "act_dim", num, 1);
+  meta_put_own(o, "observation_names", json_names(meta->obs_names, O, "obs_"));
+  meta_put_own(o, "action_names", json_names(meta->act_names, A, "action_"));
+  meta_put_own(o, "action_scale", json_f32(p->act_scale, A, 1.0f));
+  meta_put_own(o, "action_offset", json_f32(p->act_offset, A, 0.0f));
+  if (p->has_norm) {
+    meta_put_own(o, "obs_mean", json_f64(p->norm_mean, O));
+    meta_put_own(o, "obs_var", json_f64(p->norm_var, O));
+    snprintf(num, sizeof(num), "%.17g", p->norm_eps), meta_put(o, "obs_eps", num, 1);
+    snprintf(num, sizeof(num), "%.17g", p->norm_clip > 0 ? p->norm_clip : 0.0), meta_put(o, "obs_clip", num, 1);
+  }
+  if (meta->control_dt > 0) snprintf(num, sizeof(num), "%.17g", meta->control_dt), meta_put(o, "control_dt", num, 1);
+  if (meta->n_joints > 0) {
+    meta_put_own(o, "joint_names", json_names(meta->joint_names, meta->n_joints, "joint_"));
+    if (meta->default_joint_pos) meta_put_own(o, "default_joint_pos", json_f64(meta->default_joint_pos, meta->n_joints));
+    if (meta->kp) meta_put_own(o, "kp", json_f64(meta->kp, meta->n_joints));
+    if (meta->kd) meta_put_own(o, "kd", json_f64(meta->kd, meta->n_joints));
+  }
+  Buf net = {0};
+  txt(&net, "%d", O);
+  for (int i = 0; i < c->n_hidden; i++) txt(&net, "-%d", c->hidden[i]);
+  txt(&net, "-%d %s%s out=%s", A, act_name(c->act), c->layer_norm ? " layernorm" : "", act_name(c->out_act));
+  if (out_scale != 1.0f) txt(&net, " out_scale=%.9g", (double)out_scale);
+  buf_put(&net, "", 1);
+  if (!net.oom) meta_put(o, "network", (const char*)net.p, 1);
+  else o->b->oom = 1;
+  buf_free(&net);
+  meta_put(o, "input_name", "obs", 1);
+  meta_put(o, "output_name", "actions", 1);
+  for (int i = 0; i < meta->n_extra; i++)
+    if (meta->extra_keys && meta->extra_keys[i]) meta_put(o, meta->extra_keys[i], meta->extra_values ? meta->extra_values[i] : "", 0);
 }
 
 int nn_export_onnx(const NnExportPolicy* p, const NnExportMeta* meta, const NnOnnxOptions* opt, uint8_t** out,
@@ -451,54 +520,39 @@ int nn_export_onnx(const NnExportPolicy* p, const NnExportMeta* meta, const NnOn
   pb_int(&model, 1, opset >= 17 ? 8 : 7);
   pb_str(&model, 2, "adjoint");
   pb_str(&model, 3, "1");
-  pb_str(&model, 6, "Policy exported by `adjoint export`: actions = MLP(normalize(obs)) * action_scale + action_offset");
+  pb_str(&model, 6, "Policy exported by `adjoint export`: actions = MLP(normalize(obs)), then the graph's per-action "
+         "scale and offset where the export gives one; metadata_props say how the task uses the actions");
   pb_msg(&model, 7, &graph);
   pb_str(&ops, 1, "");
   pb_int(&ops, 2, opset);
   pb_msg(&model, 8, &ops);
-  char num[64];
-  meta_kv(&model, "producer", "adjoint");
-  if (meta->task) meta_kv(&model, "task", meta->task);
-  if (meta->algo) meta_kv(&model, "algo", meta->algo);
-  if (meta->source) meta_kv(&model, "source", meta->source);
-  meta_kv(&model, "ema", meta->ema ? "1" : "0");
-  snprintf(num, sizeof(num), "%d", O), meta_kv(&model, "obs_dim", num);
-  snprintf(num, sizeof(num), "%d", A), meta_kv(&model, "act_dim", num);
-  meta_own(&model, "observation_names", json_names(meta->obs_names, O, "obs_"));
-  meta_own(&model, "action_names", json_names(meta->act_names, A, "action_"));
-  meta_own(&model, "action_scale", json_f32(p->act_scale, A, 1.0f));
-  meta_own(&model, "action_offset", json_f32(p->act_offset, A, 0.0f));
-  if (p->has_norm) {
-    meta_own(&model, "obs_mean", json_f64(p->norm_mean, O));
-    meta_own(&model, "obs_var", json_f64(p->norm_var, O));
-    snprintf(num, sizeof(num), "%.17g", p->norm_eps), meta_kv(&model, "obs_eps", num);
-    snprintf(num, sizeof(num), "%.17g", p->norm_clip > 0 ? p->norm_clip : 0.0), meta_kv(&model, "obs_clip", num);
-  }
-  if (meta->control_dt > 0) snprintf(num, sizeof(num), "%.17g", meta->control_dt), meta_kv(&model, "control_dt", num);
-  if (meta->n_joints > 0) {
-    meta_own(&model, "joint_names", json_names(meta->joint_names, meta->n_joints, "joint_"));
-    if (meta->default_joint_pos) meta_own(&model, "default_joint_pos", json_f64(meta->default_joint_pos, meta->n_joints));
-    if (meta->kp) meta_own(&model, "kp", json_f64(meta->kp, meta->n_joints));
-    if (meta->kd) meta_own(&model, "kd", json_f64(meta->kd, meta->n_joints));
-  }
-  Buf net = {0};
-  txt(&net, "%d", O);
-  for (int i = 0; i < c->n_hidden; i++) txt(&net, "-%d", c->hidden[i]);
-  txt(&net, "-%d %s%s out=%s", A, act_name(c->act), c->layer_norm ? " layernorm" : "", act_name(c->out_act));
-  if (out_scale != 1.0f) txt(&net, " out_scale=%.9g", (double)out_scale);
-  buf_put(&net, "", 1);
-  if (!net.oom) meta_kv(&model, "network", (const char*)net.p);
-  buf_free(&net);
-  meta_kv(&model, "input_name", "obs");
-  meta_kv(&model, "output_name", "actions");
-  for (int i = 0; i < meta->n_extra; i++)
-    if (meta->extra_keys && meta->extra_keys[i]) meta_kv(&model, meta->extra_keys[i], meta->extra_values ? meta->extra_values[i] : "");
+  MetaOut mo = {&model, 0, 0, meta};
+  meta_pairs(&mo, p, meta);
   free(tmp);
   if (model.oom || overflow) {
     buf_free(&model);
     return nn_errorf(err, errlen, overflow ? NN_EINVAL : NN_ENOMEM, overflow ? "export: graph too large" : "export: out of memory");
   }
   *out = model.p, *len = model.n;
+  return NN_OK;
+}
+
+int nn_export_meta_json(const NnExportPolicy* p, const NnExportMeta* meta, char** out, size_t* len, char* err,
+                        size_t errlen) {
+  if (!out || !len) return nn_errorf(err, errlen, NN_EINVAL, "export: no output buffer");
+  *out = NULL, *len = 0;
+  int rc = check_policy(p, err, errlen);
+  if (rc) return rc;
+  static const NnExportMeta kNoMeta;
+  Buf b = {0};
+  MetaOut mo = {&b, 1, 0, meta ? meta : &kNoMeta};
+  meta_pairs(&mo, p, mo.meta);
+  buf_put(&b, "\n}\n", 3);
+  if (b.oom) {
+    buf_free(&b);
+    return nn_errorf(err, errlen, NN_ENOMEM, "export: out of memory");
+  }
+  *out = (char*)b.p, *len = b.n;
   return NN_OK;
 }
 
@@ -636,6 +690,17 @@ int nn_export_blob_file(const char* path, const NnExportPolicy* p, char* err, si
   uint8_t* buf;
   size_t len;
   int rc = nn_export_blob(p, &buf, &len, err, errlen);
+  if (rc) return rc;
+  rc = nn_export_write_atomic(path, buf, len, err, errlen);
+  free(buf);
+  return rc;
+}
+
+int nn_export_meta_json_file(const char* path, const NnExportPolicy* p, const NnExportMeta* meta, char* err,
+                             size_t errlen) {
+  char* buf;
+  size_t len;
+  int rc = nn_export_meta_json(p, meta, &buf, &len, err, errlen);
   if (rc) return rc;
   rc = nn_export_write_atomic(path, buf, len, err, errlen);
   free(buf);

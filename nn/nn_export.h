@@ -71,11 +71,21 @@ int nn_export_policy_init(NnExportPolicy* p, NnMlp* mlp, const float* ema, const
 // ONNX ModelProto bytes in a malloc'ed buffer (*out, *len; free() it). metadata_props keys: producer, task,
 // algo, source, ema, obs_dim, act_dim, observation_names, action_names (JSON lists), action_scale,
 // action_offset, obs_mean, obs_var, obs_eps, obs_clip, control_dt, joint_names, default_joint_pos, kp, kd,
-// network (e.g. "5-64-64-1 elu layernorm out=none"), input_name, output_name, then the extra pairs.
+// network (e.g. "5-64-64-1 elu layernorm out=none"), input_name, output_name, then the extra pairs. An extra pair
+// replaces the built-in pair of the same key (e.g. a task's own action_scale, the scale of its joint targets, where
+// the graph's output map is the identity); keys are unique.
 int nn_export_onnx(const NnExportPolicy* p, const NnExportMeta* meta, const NnOnnxOptions* opt, uint8_t** out,
                    size_t* len, char* err, size_t errlen);
 int nn_export_onnx_file(const char* path, const NnExportPolicy* p, const NnExportMeta* meta,
                         const NnOnnxOptions* opt, char* err, size_t errlen);
+
+// The same metadata pairs as one JSON object of string values ({"key": "value", ...}; list values are JSON text
+// inside the string, as in metadata_props): the blob's sidecar FILE.json (nn/nn_blob_format.md), a malloc'ed
+// buffer (*out, *len bytes, not NUL-terminated; free() it).
+int nn_export_meta_json(const NnExportPolicy* p, const NnExportMeta* meta, char** out, size_t* len, char* err,
+                        size_t errlen);
+int nn_export_meta_json_file(const char* path, const NnExportPolicy* p, const NnExportMeta* meta, char* err,
+                             size_t errlen);
 
 // Blob bytes (nn/nn_blob_format.md) in a malloc'ed buffer (*out, *len; free() it).
 int nn_export_blob(const NnExportPolicy* p, uint8_t** out, size_t* len, char* err, size_t errlen);

@@ -6,7 +6,8 @@ Usage: nn_export_onnx.py PATH/TO/nn_export_ref
 Runs the C helper nn_export_ref (writes ONNX models at opsets 13 and 17, blobs, 1000 reference observations and
 the nn library's actions for several networks), then for every model: onnx.checker.check_model (full check, with
 shape inference), graph interface (input "obs" [batch, obs_dim] with dim_param "batch", first output "actions"),
-metadata_props, and onnxruntime's actions vs the library's (max abs <= 1e-5), at batch 1000, 1 and 7. The blob
+metadata_props (an extra pair replaces the built-in pair of its key; the blob's JSON sidecar holds the same pairs),
+and onnxruntime's actions vs the library's (max abs <= 1e-5), at batch 1000, 1 and 7. The blob
 is parsed independently with numpy from the layout in nn/nn_blob_format.md and evaluated in float64.
 Exit 0 pass, 1 fail, 77 skipped (only when onnx / onnxruntime / numpy are not installed).
 """
@@ -126,6 +127,11 @@ def main():
                       f"{tag}: action scale/offset")
                 check(float(meta.get("control_dt", "nan")) == 0.02, f"{tag}: control_dt")
                 check(meta.get("test_case") == name, f"{tag}: extra metadata")
+                keys = [p.key for p in model.metadata_props]
+                check(meta.get("ema") == "replaced" and len(keys) == len(set(keys)),
+                      f"{tag}: an extra pair replaces the built-in one of its key ({keys.count('ema')} 'ema')")
+                side = json.load(open(os.path.join(d, f"{name}_blob.bin.json")))
+                check(side == meta, f"{tag}: the blob's JSON sidecar differs from metadata_props")
                 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
                 out = sess.run(None, {"obs": obs})[0]
                 check(out.shape == (n, A) and out.dtype == np.float32, f"{tag}: output {out.shape} {out.dtype}")

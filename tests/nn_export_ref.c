@@ -94,8 +94,8 @@ static int run_case(const char* dir, const Case* k, uint64_t seed, FILE* manifes
     q0[j] = 0.1 * j, q0[A + j] = 20 + j, q0[2 * A + j] = 0.5 + 0.1 * j;
   }
   static const char* const kObs5[] = {"cart_position", "pole_cos", "pole_sin", "cart_velocity", "pole_\"omega\""};
-  const char* ek[] = {"test_case"};
-  const char* ev[] = {k->name};
+  const char* ek[] = {"test_case", "ema"};  // "ema": an extra pair replacing a built-in one
+  const char* ev[] = {k->name, "replaced"};
   NnExportMeta meta;
   memset(&meta, 0, sizeof(meta));
   meta.task = "test", meta.algo = "none", meta.source = "nn_export_ref", meta.ema = 0;
@@ -104,7 +104,7 @@ static int run_case(const char* dir, const Case* k, uint64_t seed, FILE* manifes
   meta.control_dt = 0.02;
   meta.n_joints = A, meta.joint_names = (const char* const*)jn, meta.default_joint_pos = q0;
   meta.kp = q0 + A, meta.kd = q0 + 2 * A;
-  meta.n_extra = 1, meta.extra_keys = ek, meta.extra_values = ev;
+  meta.n_extra = 2, meta.extra_keys = ek, meta.extra_values = ev;
   char err[256] = "", path[1024];
   for (int opset = 13; opset <= 17 && !rc; opset += 4) {
     NnOnnxOptions opt = {opset};
@@ -114,6 +114,10 @@ static int run_case(const char* dir, const Case* k, uint64_t seed, FILE* manifes
   if (!rc) {
     snprintf(path, sizeof(path), "%s/%s_blob.bin", dir, k->name);
     if ((rc = nn_export_blob_file(path, &pol, err, sizeof(err)))) fprintf(stderr, "nn_export_ref: %s\n", err);
+  }
+  if (!rc) {  // the blob's metadata sidecar: the same pairs as JSON
+    snprintf(path, sizeof(path), "%s/%s_blob.bin.json", dir, k->name);
+    if ((rc = nn_export_meta_json_file(path, &pol, &meta, err, sizeof(err)))) fprintf(stderr, "nn_export_ref: %s\n", err);
   }
   if (!rc) rc = write_file(dir, k->name, "_obs.bin", obs, sizeof(float) * NOBS * O);
   if (!rc) rc = write_file(dir, k->name, "_act.bin", act, sizeof(float) * NOBS * A);

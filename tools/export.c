@@ -9,7 +9,10 @@
 // datasets <algo>/actor, <algo>/obs_norm/{count,mean,m2} (when policy.obs_norm) and, when present, the EMA
 // shadow (<algo>/ema, <algo>/actor_ema or <algo>/ema/actor) through algo/ckpt.h's reader. Model-derived metadata
 // (control dt, joint names, default joint positions, PD gains, actuator names) comes from the task's MJCF when
-// it can be loaded; without it the export still succeeds (with a warning).
+// it can be loaded; without it the export still succeeds (with a warning). A task adds what a deployment of its
+// policy needs through its export hook (EnvTaskInfo.export_meta; g1_tracking: the action scale and offset, the
+// observation layout, the tracked bodies, the terminations); tools/onnx_mujoco_eval.py runs such an export in
+// MuJoCo's own simulator. The blob gets the same metadata in FILE.json beside it.
 #define _DEFAULT_SOURCE  // lstat, realpath (tools/outpath.h)
 #include <math.h>
 #include <mujoco/mujoco.h>
@@ -35,9 +38,12 @@ static const char* kExportUsage =
     "usage: adjoint export CHECKPOINT.h5|RUN_DIR [--onnx FILE] [--blob FILE] [options]\n"
     "  Writes the checkpoint's deterministic policy (normalizer -> actor -> action scale/offset; EMA weights\n"
     "  when the run keeps them). RUN_DIR uses its latest ckpt_*.h5. At least one of --onnx / --blob.\n"
-    "  --onnx FILE     ONNX model: input \"obs\" float32 [batch, obs_dim], output \"actions\" [batch, act_dim],\n"
-    "                  metadata_props with observation/action names, action scale/offset, control_dt, joints\n"
-    "  --blob FILE     compact binary for embedded controllers (nn/nn_blob_format.md, nn/nn_blob_infer.h)\n"
+    "  --onnx FILE     ONNX model: input \"obs\" float32 [batch, obs_dim], output \"actions\" [batch, act_dim]\n"
+    "                  (the raw action), metadata_props with what a deployment needs: observation/action names,\n"
+    "                  control_dt, joints in actuator order with default positions and PD gains, the task's\n"
+    "                  action scale/offset and observation layout (g1_tracking), the normalizer (in the graph)\n"
+    "  --blob FILE     compact binary for embedded controllers (nn/nn_blob_format.md, nn/nn_blob_infer.h), and\n"
+    "                  FILE.json: the same metadata as the ONNX model's, one JSON object of string values\n"
     "  --opset N       ONNX opset 17 (default; LayerNormalization) or 13 (LayerNorm decomposed)\n"
     "  --no-ema        export the live parameters even when the checkpoint has an EMA shadow\n"
     "  --config FILE   the run's config.yaml (default: the checkpoint's own copy, else RUN_DIR/config.yaml)\n"
@@ -77,51 +83,81 @@ static void actor_config(NnConfig* n, const Cfg* c, int obs_dim, int act_dim) {
 }
 #define NORM_EPS 1e-8  // the algorithms' nn_norm_create eps (algo/ppo.c)
 
-// Model-derived metadata (best effort).
+// Model-derived metadata (best effort): the task's model compiled under the run's constants (load_options), as
+// the trainer compiled it. Joints: where every actuator is a servo on its own hinge or slide (a robot), the
+// joint of each actuator in actuator order, so joint_names, default_joint_pos, kp and kd line up with the
+// actions; otherwise every hinge and slide in model order, gains 0 where no position servo drives it.
 typedef struct {
   void* mj;
+  SimModel* sm;  // the engine's copy (the task's export hook reads it)
   double dt;
-  int n;
+  int n, by_actuator;
   const char** joint;
-  double *q0, *kp, *kd;
+  double *q0, *kp, *kd, *armature, *damping, *effort;
   const char** act_names;
 } ModelMeta;
 
-static void model_meta(const EnvTask* tk, int act_dim, ModelMeta* mm, int quiet) {
+// a position servo: gain kp, bias (0, -kp, -kd); kp and kd, or 0
+static void servo_gains(const mjModel* m, int a, double* kp, double* kd) {
+  const mjtNum* g = m->actuator_gainprm + (size_t)a * mjNGAIN;
+  const mjtNum* b = m->actuator_biasprm + (size_t)a * mjNBIAS;
+  *kp = *kd = 0;
+  if (m->actuator_gaintype[a] == mjGAIN_FIXED && m->actuator_biastype[a] == mjBIAS_AFFINE && b[1] == -g[0] && g[0] > 0)
+    *kp = g[0], *kd = -b[2];
+}
+
+static int model_meta(const EnvTask* tk, const double* tparam, int act_dim, ModelMeta* mm, int quiet) {
   memset(mm, 0, sizeof(*mm));
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   opt.disable_add = tk->info.disable_add;
   char msg[2048];
+  if (tk->info.load_options && tk->info.load_options(tparam, &opt, msg, sizeof(msg))) {
+    fprintf(stderr, "adjoint export: config: env.params: %s\n", msg);
+    return 2;
+  }
   if (sim_load_mjcf(tk->info.model, &opt, &mm->mj, msg, sizeof(msg))) {
     if (!quiet)
       fprintf(stderr, "adjoint export: warning: task model %s not loaded (%s): no control_dt/joint metadata\n",
               tk->info.model, msg);
     mm->mj = NULL;
-    return;
+    return 0;
   }
   const mjModel* m = (const mjModel*)mm->mj;
+  if (sim_model_import_caps(mm->mj, opt.nconmax, opt.nefcmax, &mm->sm, msg, sizeof(msg))) mm->sm = NULL;
   mm->dt = m->opt.timestep * tk->info.frame_skip;
-  mm->joint = (const char**)calloc((size_t)m->njnt + 1, sizeof(char*));
-  mm->q0 = (double*)calloc(3 * (size_t)m->njnt + 1, sizeof(double));
-  if (!mm->joint || !mm->q0) return;
-  mm->kp = mm->q0 + m->njnt, mm->kd = mm->q0 + 2 * m->njnt;
-  for (int j = 0; j < m->njnt; j++) {
-    int t = m->jnt_type[j];
+  int cap = m->njnt > m->nu ? m->njnt : m->nu;
+  mm->joint = (const char**)calloc((size_t)cap + 1, sizeof(char*));
+  mm->q0 = (double*)calloc(6 * (size_t)cap + 1, sizeof(double));
+  if (!mm->joint || !mm->q0) return 1;
+  mm->kp = mm->q0 + cap, mm->kd = mm->q0 + 2 * cap, mm->armature = mm->q0 + 3 * cap;
+  mm->damping = mm->q0 + 4 * cap, mm->effort = mm->q0 + 5 * cap;
+  int by_act = m->nu > 0 && m->nu == act_dim;
+  for (int a = 0; by_act && a < m->nu; a++) {
+    int j = m->actuator_trnid[2 * a];
+    double kp, kd;
+    servo_gains(m, a, &kp, &kd);
+    by_act = kp > 0 && m->actuator_trntype[a] == mjTRN_JOINT &&
+             (m->jnt_type[j] == mjJNT_HINGE || m->jnt_type[j] == mjJNT_SLIDE);
+    for (int b = 0; by_act && b < a; b++) by_act = m->actuator_trnid[2 * b] != j;
+  }
+  mm->by_actuator = by_act;
+  for (int k = 0; k < (by_act ? m->nu : m->njnt); k++) {
+    int j = by_act ? m->actuator_trnid[2 * k] : k, t = m->jnt_type[j], a = by_act ? k : -1;
     if (t != mjJNT_HINGE && t != mjJNT_SLIDE) continue;  // floating bases and ball joints are not "joints" here
+    for (int b = 0; a < 0 && b < m->nu; b++) {  // model order: the position servo on this joint, if any
+      double kp, kd;
+      servo_gains(m, b, &kp, &kd);
+      if (m->actuator_trntype[b] == mjTRN_JOINT && m->actuator_trnid[2 * b] == j && kp > 0) a = b;
+    }
     const char* name = mj_id2name(m, mjOBJ_JOINT, j);
-    int k = mm->n++;
-    mm->joint[k] = name ? name : "";
-    mm->q0[k] = m->qpos0[m->jnt_qposadr[j]];
-    for (int a = 0; a < m->nu; a++) {  // a position servo on this joint: gain kp, bias (0, -kp, -kd)
-      const mjtNum* g = m->actuator_gainprm + (size_t)a * mjNGAIN;
-      const mjtNum* b = m->actuator_biasprm + (size_t)a * mjNBIAS;
-      if (m->actuator_trntype[a] == mjTRN_JOINT && m->actuator_trnid[2 * a] == j &&
-          m->actuator_gaintype[a] == mjGAIN_FIXED && m->actuator_biastype[a] == mjBIAS_AFFINE && b[1] == -g[0] &&
-          g[0] > 0) {
-        mm->kp[k] = g[0], mm->kd[k] = -b[2];
-        break;
-      }
+    int n = mm->n++;
+    mm->joint[n] = name ? name : "";
+    mm->q0[n] = m->qpos0[m->jnt_qposadr[j]];
+    mm->armature[n] = m->dof_armature[m->jnt_dofadr[j]], mm->damping[n] = m->dof_damping[m->jnt_dofadr[j]];
+    if (a >= 0) {
+      servo_gains(m, a, &mm->kp[n], &mm->kd[n]);
+      mm->effort[n] = m->actuator_forcelimited[a] ? m->actuator_forcerange[2 * a + 1] : 0;
     }
   }
   if (m->nu == act_dim) {
@@ -131,11 +167,65 @@ static void model_meta(const EnvTask* tk, int act_dim, ModelMeta* mm, int quiet)
       mm->act_names[a] = name ? name : "";
     }
   }
+  return 0;
 }
 
 static void model_meta_free(ModelMeta* mm) {
   free(mm->joint), free(mm->q0), free(mm->act_names);
+  if (mm->sm) sim_model_free(mm->sm);
   if (mm->mj) sim_free_mjmodel(mm->mj);
+}
+
+// The extra metadata pairs: the export's own, then the task's (EnvTaskInfo.export_meta); a later pair replaces an
+// earlier one of the same key.
+#define META_MAX 64
+typedef struct {
+  int n, oom;
+  char* key[META_MAX];
+  char* val[META_MAX];
+} MetaList;
+static void meta_put(void* ctx, const char* key, const char* value) {
+  MetaList* l = (MetaList*)ctx;
+  int i = 0;
+  while (i < l->n && strcmp(l->key[i], key)) i++;
+  if (i == META_MAX) {
+    l->oom = 1;
+    return;
+  }
+  char* v = strdup(value ? value : "");
+  if (!v) {
+    l->oom = 1;
+    return;
+  }
+  if (i == l->n) {
+    if (!(l->key[i] = strdup(key))) {
+      free(v), l->oom = 1;
+      return;
+    }
+    l->n++;
+  } else {
+    free(l->val[i]);
+  }
+  l->val[i] = v;
+}
+static void meta_list_free(MetaList* l) {
+  for (int i = 0; i < l->n; i++) free(l->key[i]), free(l->val[i]);
+  l->n = 0;
+}
+static char* json_list(const double* v, int n) {  // "[1.5, 2]" (malloc'ed; NULL when out of memory)
+  size_t cap = 32 * (size_t)n + 4, k = 1;
+  char* s = (char*)malloc(cap);
+  if (!s) return NULL;
+  s[0] = '[';
+  for (int i = 0; i < n; i++) k += (size_t)snprintf(s + k, cap - k, "%s%.17g", i ? ", " : "", v[i]);
+  snprintf(s + k, cap - k, "]");
+  return s;
+}
+static void meta_put_list(MetaList* l, const char* key, const double* v, int n) {
+  char* s = json_list(v, n);
+  if (s) meta_put(l, key, s);
+  else l->oom = 1;
+  free(s);
 }
 
 static const char* hidden_list(const NnConfig* nc) {  // "64,64"
@@ -268,7 +358,7 @@ int export_main(int argc, char** argv) {
   if (check && no_ema) return user_error("--check compares with the trainer's policy, which uses the EMA weights: drop --no-ema%s", "", NULL);
 
   // ---- locate the checkpoint and its config ----
-  char ckpt[4200], dir[4200], cfgpath[4300], err[8192] = "";
+  char ckpt[4200], dir[4200], cfgpath[4300], sidecar[4300] = "", err[8192] = "";
   struct stat st;
   if (stat(target, &st)) return user_error("%s: no such file or directory", target, NULL);
   if (S_ISDIR(st.st_mode)) {
@@ -288,9 +378,10 @@ int export_main(int argc, char** argv) {
       snprintf(cfgpath, sizeof(cfgpath), "%s/config.yaml", dir);
       in[2] = cfgpath;
     }
-    const char* out[3] = {onnx, blob, check};
-    const char* flag[3] = {"--onnx", "--blob", "--check"};
-    for (int k = 0; k < 3; k++)
+    if (blob) snprintf(sidecar, sizeof(sidecar), "%s.json", blob);
+    const char* out[4] = {onnx, blob, check, blob ? sidecar : NULL};
+    const char* flag[4] = {"--onnx", "--blob", "--check", "--blob (its metadata FILE.json)"};
+    for (int k = 0; k < 4; k++)
       if (out[k] && outpath_check("adjoint export", flag[k], out[k], in, 3, out, k)) return 2;
   }
   int h5 = is_hdf5(ckpt);
@@ -398,11 +489,20 @@ int export_main(int argc, char** argv) {
     pol.has_norm = 1, pol.norm_mean = mean, pol.norm_var = var;
     pol.norm_eps = NORM_EPS, pol.norm_clip = c.policy_obs_clip;
   }
-  // Actions are the policy's raw output: each task maps them itself (cartpole: ctrl = clip(a, -1, 1)).
-  // TODO(envs): tasks with a scaled action (targets = default + scale * a) should expose scale/offset here.
-
+  // The graph's output is the policy's raw action (no action map): the task maps it itself (cartpole: ctrl =
+  // clip(a, -1, 1); g1_tracking: a joint target, the task's action_scale and action_offset in the metadata).
   ModelMeta mm;
-  model_meta(tk, A, &mm, quiet);
+  double tparam[ENV_MAX_PARAMS];
+  if (env_task_constants(tk, c.env_params, tparam, err, sizeof(err))) {
+    free(params), free(ema), free(stats);
+    return user_error("config: %s%s", err, "");
+  }
+  if ((rc = model_meta(tk, tparam, A, &mm, quiet)) != 0) {
+    model_meta_free(&mm);
+    free(params), free(ema), free(stats);
+    if (rc == 1) fprintf(stderr, "adjoint export: out of memory\n");
+    return rc;
+  }
   NnExportMeta meta;
   memset(&meta, 0, sizeof(meta));
   meta.task = c.env_task, meta.algo = c.algo_name, meta.source = ckpt, meta.ema = has_ema;
@@ -414,13 +514,36 @@ int export_main(int argc, char** argv) {
   snprintf(hidden, sizeof(hidden), "%s", hidden_list(&nc));
   char seed[32];
   snprintf(seed, sizeof(seed), "%lld", (long long)c.run_seed);
+  MetaList ml = {0};
+  meta_put(&ml, "run_seed", seed);
+  meta_put(&ml, "actor_hidden", hidden);
   // env_params: the task constants the policy was trained with (e.g. the hopper's gear_scale), which a
   // consumer's simulator or robot must match
-  const char* ek[] = {"run_seed", "actor_hidden", "env_params"};
-  const char* ev[] = {seed, hidden, c.env_params};
-  meta.n_extra = c.env_params[0] ? 3 : 2, meta.extra_keys = ek, meta.extra_values = ev;
+  if (c.env_params[0]) meta_put(&ml, "env_params", c.env_params);
+  meta_put(&ml, "model", tk->info.model);
+  // the normalizer is part of the graph: a consumer feeds raw observations
+  meta_put(&ml, "normalizer", c.policy_obs_norm ? "in_graph" : "none");
+  meta_put(&ml, "actions", "raw policy output: the graph applies no action map");
+  if (mm.n > 0) {
+    meta_put(&ml, "joint_order", mm.by_actuator ? "actuators" : "model");
+    meta_put_list(&ml, "joint_armature", mm.armature, mm.n);
+    meta_put_list(&ml, "joint_damping", mm.damping, mm.n);
+    meta_put_list(&ml, "effort_limit", mm.effort, mm.n);
+  }
+  if (tk->info.export_meta) {
+    if (!mm.sm) {
+      if (!quiet)
+        fprintf(stderr, "adjoint export: warning: task model %s not loaded: no %s deployment metadata\n",
+                tk->info.model, tk->info.name);
+    } else if (tk->info.export_meta(mm.sm, tparam, meta_put, &ml, err, sizeof(err))) {
+      fprintf(stderr, "adjoint export: task %s: %s\n", tk->info.name, err);
+      exit_code = 2;
+    }
+  }
+  if (ml.oom) fprintf(stderr, "adjoint export: out of memory (metadata)\n"), exit_code = 1;
+  meta.n_extra = ml.n, meta.extra_keys = (const char* const*)ml.key, meta.extra_values = (const char* const*)ml.val;
 
-  if (onnx) {
+  if (onnx && !exit_code) {
     NnOnnxOptions oo = {opset};
     rc = nn_export_onnx_file(onnx, &pol, &meta, &oo, err, sizeof(err));
     if (rc) {
@@ -430,6 +553,7 @@ int export_main(int argc, char** argv) {
   }
   if (blob && !exit_code) {
     rc = nn_export_blob_file(blob, &pol, err, sizeof(err));
+    if (!rc) rc = nn_export_meta_json_file(sidecar, &pol, &meta, err, sizeof(err));
     if (rc) {
       fprintf(stderr, "adjoint export: %s%s%s\n", rc == NN_EIO ? "" : ckpt, rc == NN_EIO ? "" : ": ", lib_msg(err));
       exit_code = rc == NN_EIO || rc == NN_ENOMEM ? 1 : 2;
@@ -440,10 +564,11 @@ int export_main(int argc, char** argv) {
     printf("policy %d -> [%s] -> %d, %s%s, obs_norm %s\n", O, hidden, A, c.policy_activation,
            nc.layer_norm ? " + LayerNorm" : "", c.policy_obs_norm ? "on" : "off");
     if (onnx) printf("onnx %s (opset %d)\n", onnx, opset);
-    if (blob) printf("blob %s\n", blob);
+    if (blob) printf("blob %s (metadata %s)\n", blob, sidecar);
   }
   if (check && !exit_code)
     exit_code = export_check(check, ckpt, &c, blob, O, A, c.policy_obs_norm ? mean : NULL, var, quiet);
+  meta_list_free(&ml);
   model_meta_free(&mm);
   free(params), free(ema), free(stats);
   return exit_code;
