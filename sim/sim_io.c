@@ -194,6 +194,19 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
     m->M_rowadr[i] = mj->M_rowadr[i];
   }
   for (int k = 0; k < mj->nC; k++) m->M_colind[k] = mj->M_colind[k];
+  // dof depths and the dofs grouped by depth (ascending id within a depth): the lane-parallel LDL solve's
+  // schedule. Parents precede their children, so one ascending pass gives the depths.
+  for (int i = 0; i < mj->nv; i++) {
+    int p = m->dof_parentid[i];
+    m->dof_depth[i] = p < 0 ? 0 : m->dof_depth[p] + 1;
+  }
+  int ndl = 0;
+  for (int l = 0; l < mj->nv; l++) {
+    m->dof_level_adr[l] = ndl;
+    for (int i = 0; i < mj->nv; i++)
+      if (m->dof_depth[i] == l) m->dof_level_dof[ndl++] = i;
+    m->dof_level_num[l] = ndl - m->dof_level_adr[l];
+  }
 
   // geoms
   for (int g = 0; g < mj->ngeom; g++) {

@@ -170,6 +170,10 @@ enum {
   X(int, M_rownnz, nv, 1)             /* lower-triangular CSR inertia: ancestors, diagonal last */ \
   X(int, M_rowadr, nv, 1)                                                                          \
   X(int, M_colind, nM, 1)                                                                          \
+  X(int, dof_depth, nv, 1)            /* number of ancestor dofs */                                \
+  X(int, dof_level_adr, nv, 1)        /* first entry of each depth in dof_level_dof */             \
+  X(int, dof_level_num, nv, 1)        /* dofs at each depth (0 beyond the deepest) */              \
+  X(int, dof_level_dof, nv, 1)        /* dofs sorted by depth (ascending id within a depth) */     \
   /* geoms */                                                                                      \
   X(int, geom_type, ngeom, 1)                                                                      \
   X(int, geom_contype, ngeom, 1)                                                                   \

@@ -6,8 +6,8 @@
 // line search) from the same data, so all lanes take the same branches. Sums over rows or dofs are lane sums
 // (sim_port.h: 32 strided partials, a fixed tree), so every lane gets the same bits on the CPU and the GPU.
 // Vector work is partitioned: rows across lanes (J v, forces, quadratics, line-search terms), dofs across
-// lanes (J' f, M v, updates, triangular solves), Hessian entries and Cholesky rows across lanes; the remaining
-// sequential parts (the LDL solve of the first certificate, island discovery) run on lane 0. Vectors live in dof space
+// lanes (J' f, M v, updates, triangular solves; the certificate's LDL solve by dof depths), Hessian entries and
+// Cholesky rows across lanes; island discovery runs on lane 0. Vectors live in dof space
 // (SimData qacc, sol_*); an island solve reads and writes only its own dofs (map_idof2dof) and rows
 // (map_iefc2efc), so islands never interact.
 
@@ -517,8 +517,10 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   return s;
 }
 
-// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column j needs the
-// columns < j; its rows below the diagonal go across lanes
+// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), right-looking: once column j is final
+// (its diagonal, then its rows scaled), every entry (i, k) of the trailing triangle, j < k <= i, subtracts
+// L(i, j) L(k, j), entries across lanes. Each entry thus subtracts its terms in ascending j, as the dot of the
+// left-looking form does: the same factor bit for bit, with the work of a column spread over all lanes.
 SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
@@ -526,20 +528,20 @@ SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   SIM_SYNC();
   for (int j = 0; j < n; j++) {
     sim_real tmp = L[j * (n + 1)];
-    for (int k = 0; k < j; k++) tmp -= L[j * n + k] * L[j * n + k];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
     sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-    SIM_SYNC();
+    for (int i = j + 1 + lane; i < n; i += nlane) L[i * n + j] = deficient ? 0 : L[i * n + j] * inv;
+    SIM_SYNC();  // column j final below the diagonal; every lane has read L(j, j)
     if (lane == 0) L[j * (n + 1)] = diag;
-    for (int i = j + 1 + lane; i < n; i += nlane) {
-      if (deficient) {
-        L[i * n + j] = 0;
-      } else {
-        sim_real s = L[i * n + j];
-        for (int k = 0; k < j; k++) s -= L[i * n + k] * L[j * n + k];
-        L[i * n + j] = s * inv;
-      }
+    // trailing triangle of size t = n - 1 - j, entry e at row r, column c (c <= r), rows of it in order
+    int t = n - 1 - j, r = 0, c = lane;
+    while (r < t && c > r) c -= ++r;
+    while (r < t) {
+      int i = j + 1 + r, k = j + 1 + c;
+      L[i * n + k] -= L[i * n + j] * L[k * n + j];
+      c += nlane;
+      while (r < t && c > r) c -= ++r;
     }
     SIM_SYNC();
   }
@@ -652,12 +654,10 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   sim_real scale = c->scale;
 
   // zero-iteration certificate with Mgrad = M^-1 grad
-  if (lane == 0) {
-    for (int j = 0; j < m->nv; j++) Mgrad[j] = 0;
-    for (int k = 0; k < n; k++) Mgrad[dofs[k]] = grad[dofs[k]];
-    sim_solveLD_serial(m, Mgrad, d->qLD, d->qLDiagInv);
-  }
+  for (int j = lane; j < m->nv; j += nlane) Mgrad[j] = 0;
   SIM_SYNC();
+  for (int k = lane; k < n; k += nlane) Mgrad[dofs[k]] = grad[dofs[k]];
+  sim_solveLD(m, Mgrad, d->qLD, d->qLDiagInv, lane, nlane);
   sim_real gg, gMg;
   sim_dot2_dofs(grad, Mgrad, dofs, n, &gg, &gMg, lane, nlane);
   int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol;
