@@ -124,6 +124,29 @@ SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
   }
 }
 
+// sim_island for a model of one kinematic tree (a single robot): every row touches the tree, so island 0 holds
+// all dofs and all rows in order, which the lanes write directly (the result sim_island computes, serially)
+SIM_FN void sim_island_onetree(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  int nefc = d->nefc[0], nv = m->nv;
+  if ((m->disableflags & SIM_DSBL_ISLAND) || nefc == 0) {
+    if (lane == 0) d->nisland[0] = 0;
+    return;
+  }
+  if (lane == 0) {
+    d->nisland[0] = 1;
+    d->tree_island[0] = 0;
+    d->island_nv[0] = nv;
+    d->island_idofadr[0] = 0;
+    d->island_nefc[0] = nefc;
+    d->island_iefcadr[0] = 0;
+  }
+  for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = d->map_dof2idof[i] = i;
+  for (int r = lane; r < nefc; r += nlane) {
+    d->efc_island[r] = 0;
+    d->map_iefc2efc[r] = r;
+  }
+}
+
 // ---- shared pieces ----
 
 
