@@ -301,6 +301,18 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
     }
     m->actuator_momnum[a] = mom - m->actuator_momadr[a];
   }
+  // the moment entries grouped by dof, in actuator order: qfrc_actuator is gathered per dof
+  int nde = 0;
+  for (int i = 0; i < mj->nv; i++) {
+    m->dof_momadr[i] = nde;
+    for (int a = 0; a < mj->nu; a++)
+      for (int e = m->actuator_momadr[a]; e < m->actuator_momadr[a] + m->actuator_momnum[a]; e++)
+        if (m->moment_dof[e] == i) {
+          m->dof_moment[2 * nde] = e;
+          m->dof_moment[2 * nde++ + 1] = a;
+        }
+    m->dof_momnum[i] = nde - m->dof_momadr[i];
+  }
 
   // keyframes
   copy_real(m->key_qpos, mj->key_qpos, (size_t)mj->nkey * mj->nq);

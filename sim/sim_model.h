@@ -226,6 +226,9 @@ enum {
   X(int, actuator_momnum, nu, 1)                                                                   \
   X(int, moment_dof, nmoment, 1)                                                                   \
   X(sim_real, moment_val, nmoment, 1)                                                              \
+  X(int, dof_momadr, nv, 1)           /* moment entries acting on each dof: first in dof_moment */ \
+  X(int, dof_momnum, nv, 1)                                                                        \
+  X(int, dof_moment, nmoment, 2)      /* (moment entry, its actuator) by dof, in actuator order */ \
   /* keyframes */                                                                                  \
   X(sim_real, key_qpos, nkey, m->nq)                                                                  \
   X(sim_real, key_qvel, nkey, m->nv)                                                                  \
