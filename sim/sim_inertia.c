@@ -56,9 +56,10 @@ SIM_FN void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int
   }
 }
 
-// address of entry (i, j) of a matrix in M's CSR layout, j an ancestor of i, or -1 where the pattern leaves it
-// out. Row i lists a subset of i's ancestors ascending, and those below j are ancestors of j, so j sits at
-// position dof_depth[j] or before.
+// address of entry (i, j), j < i, of a matrix in M's CSR layout, or -1 where j is not an ancestor of i or the
+// pattern leaves the entry out. Row i lists a subset of i's ancestors ascending, and those below j are ancestors
+// of j, so j sits at position dof_depth[j] or before; a non-ancestor ends the walk within the depths that
+// separate i's branch from j's.
 SIM_FN int sim_M_find(const SimModel* m, int i, int j) {
   int adr = m->M_rowadr[i], k = SIM_MIN(m->dof_depth[j], m->M_rownnz[i] - 1);
   while (k >= 0 && m->M_colind[adr + k] > j) k--;
@@ -105,11 +106,10 @@ SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, con
     }
     for (int j = lane; j < nv; j += nlane) {
       if (m->dof_depth[j] >= l) continue;
-      int jend = sim_dof_subtree_end(m, j);
       sim_real xj = x[j];
       for (int q = num - 1; q >= 0; q--) {
         int i = m->dof_level_dof[ladr + q];
-        if (i <= j || i >= jend) continue;
+        if (i <= j) continue;  // sim_M_find: -1 unless j is i's (stored) ancestor, in steps of depth
         sim_real xi = x[i];
         if (xi == 0) continue;
         int e = sim_M_find(m, i, j);

@@ -305,6 +305,12 @@ SIM_FN void sim_pnt_finish(SimSolveCtx* c, SimPnt* p, const sim_real* t) {
 SIM_FN void sim_primal_evaln(const SimWorld* d, SimSolveCtx* c, SimPnt* const* p, int np, int lane, int nlane) {
   sim_real part[6 * SIM_LS_MAXPNT * SIM_LPART];
   SIM_PART_LOOP(k, pp, lane, nlane) {
+    if (np == 1) {  // the common case, with constant indices: the sums stay in registers
+      sim_real a[6] = {0, 0, 0, 0, 0, 0};
+      for (int q = pp; q < c->nr; q += SIM_NPART) sim_row_eval(d, c->rows[q], p[0]->alpha, a);
+      for (int v = 0; v < 6; v++) part[v * SIM_LPART + k] = a[v];
+      continue;
+    }
     sim_real acc[SIM_LS_MAXPNT][6];
     for (int j = 0; j < np; j++)
       for (int v = 0; v < 6; v++) acc[j][v] = 0;
@@ -557,6 +563,11 @@ SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
     for (int i = j + 1 + lane; i < n; i += nlane) L[i * n + j] = deficient ? 0 : L[i * n + j] * inv;
     SIM_SYNC();  // column j final below the diagonal; every lane has read L(j, j)
     if (lane == 0) L[j * (n + 1)] = diag;
+    if (nlane == 1) {  // one lane: the same updates in plain loops
+      for (int i = j + 1; i < n; i++)
+        for (int k = j + 1; k <= i; k++) L[i * n + k] -= L[i * n + j] * L[k * n + j];
+      continue;  // no other lane to wait for
+    }
     // trailing triangle of size t = n - 1 - j, entry e at row r, column c (c <= r), rows of it in order
     int t = n - 1 - j, r = 0, c = lane;
     while (r < t && c > r) c -= ++r;
