@@ -45,19 +45,20 @@ SIM_FN void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nlane) {
     d->actuator_force[a] = force;
   }
   SIM_SYNC();
-  // qfrc_actuator = moment' force: serial over actuators (MuJoCo's summation order), then joint clamps
-  if (lane == 0) {
-    for (int i = 0; i < m->nv; i++) d->qfrc_actuator[i] = 0;
-    for (int a = 0; a < nu; a++) {
-      int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
-      for (int k = 0; k < num; k++) d->qfrc_actuator[m->moment_dof[adr + k]] += m->moment_val[adr + k] * d->actuator_force[a];
+  // qfrc_actuator = moment' force, one dof per lane: its entries in actuator order (MuJoCo's summation order),
+  // then the joint's actuator-force clamp (on the joint's first dof)
+  for (int i = lane; i < m->nv; i += nlane) {
+    sim_real f = 0;
+    for (int q = m->dof_momadr[i]; q < m->dof_momadr[i] + m->dof_momnum[i]; q++) {
+      int e = m->dof_moment[2 * q], a = m->dof_moment[2 * q + 1];
+      f += m->moment_val[e] * d->actuator_force[a];
     }
-    for (int j = 0; j < m->njnt; j++) {
-      if (!m->jnt_actfrclimited[j]) continue;
+    int j = m->dof_jntid[i];
+    if (m->jnt_actfrclimited[j] && m->jnt_dofadr[j] == i) {
       const sim_real* r = m->jnt_actfrcrange + 2 * j;
-      sim_real* f = d->qfrc_actuator + m->jnt_dofadr[j];
-      *f = *f < r[0] ? r[0] : (*f > r[1] ? r[1] : *f);
+      f = f < r[0] ? r[0] : (f > r[1] ? r[1] : f);
     }
+    d->qfrc_actuator[i] = f;
   }
   SIM_SYNC();
 }

@@ -157,9 +157,9 @@ SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k
     SIM_SYNC();
   } else {
     // y = Q^-T a_int-bar (Q symmetric outside free blocks)
-    sim_solveLD(m, d->adj_y, d->qH, d->qHDiagInv, lane);
+    sim_solveLD(m, d->adj_y, d->qH, d->qHDiagInv, lane, nlane);
     if (implicitfast) sim_adj_freebody(m, d, lane, nlane);
-    sim_mulM(m, d->M, d->adj_qacc, d->adj_y, lane);
+    sim_mulM(m, d->M, d->adj_qacc, d->adj_y, lane, nlane);
     // position term: M-bar += sym(y (a - a_int)')
     for (int i = lane; i < nv; i += nlane) d->adj_vnew[i] = d->qacc[i] - d->qacc_int[i];
     SIM_SYNC();

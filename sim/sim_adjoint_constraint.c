@@ -272,7 +272,7 @@ SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) 
   if (nefc == 0) {  // H = M: reuse the forward's LDL' factor
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->adj_qacc[i];
     SIM_SYNC();
-    sim_solveLD(m, lambda, d->qLD, d->qLDiagInv, lane);
+    sim_solveLD(m, lambda, d->qLD, d->qLDiagInv, lane, nlane);
   } else {
     // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L
     if (lane == 0) d->adj_nconstraint[0]++;

@@ -11,7 +11,8 @@
 // mj_makeConstraint + mj_island + mj_referenceConstraint + mj_fwdConstraint (Newton)
 SIM_FN void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_make_rows(m, d, lane, nlane);
-  if (lane == 0) sim_island(m, d);
+  if (m->ntree == 1) sim_island_onetree(m, d, lane, nlane);
+  else if (lane == 0) sim_island(m, d);
   SIM_SYNC();
   sim_solve(m, d, lane, nlane);
 }

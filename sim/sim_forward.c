@@ -43,7 +43,7 @@ SIM_FN void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane,
     case SIM_STAGE_ACTUATION: sim_actuation(m, d, lane, nlane); break;
     case SIM_STAGE_ACCELERATION:
       sim_qfrc_smooth(m, d, lane, nlane);
-      sim_solveLD(m, d->qacc_smooth, d->qLD, d->qLDiagInv, lane);
+      sim_solveLD(m, d->qacc_smooth, d->qLD, d->qLDiagInv, lane, nlane);
       break;
     case SIM_STAGE_CONSTRAINT: sim_constraint(m, d, lane, nlane); break;
     case SIM_STAGE_INTEGRATE:

@@ -56,50 +56,100 @@ SIM_FN void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int
   }
 }
 
-// x <- (L'DL)^-1 x (mj_solveLD, one vector), serial: the recurrences are sequential
-SIM_FN void sim_solveLD_serial(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv) {
+// address of entry (i, j), j < i, of a matrix in M's CSR layout, or -1 where j is not an ancestor of i or the
+// pattern leaves the entry out. Row i lists a subset of i's ancestors ascending, and those below j are ancestors
+// of j, so j sits at position dof_depth[j] or before; a non-ancestor ends the walk within the depths that
+// separate i's branch from j's.
+SIM_FN int sim_M_find(const SimModel* m, int i, int j) {
+  int adr = m->M_rowadr[i], k = SIM_MIN(m->dof_depth[j], m->M_rownnz[i] - 1);
+  while (k >= 0 && m->M_colind[adr + k] > j) k--;
+  return k >= 0 && m->M_colind[adr + k] == j ? adr + k : -1;
+}
+
+// one past the last descendant of dof j (dofs are numbered depth-first: a subtree is contiguous)
+SIM_FN int sim_dof_subtree_end(const SimModel* m, int j) {
+  int c = j + 1, dj = m->dof_depth[j];
+  while (c < m->nv && m->dof_depth[c] > dj) c++;
+  return c;
+}
+
+// number of dof depths (dof_level_num is 0 beyond the deepest)
+SIM_FN int sim_dof_nlevel(const SimModel* m) {
+  int n = 0;
+  while (n < m->nv && m->dof_level_num[n]) n++;
+  return n;
+}
+
+// x <- (L'DL)^-1 x (mj_solveLD, one vector), by dof depths, dofs of one depth across lanes (a sync per depth).
+// L' x: each dof subtracts its descendants' terms, the deepest depth first and within a depth descending in id
+// (MuJoCo's sweep runs descending in id: the same terms, summed in another order where the tree branches).
+// The lanes gather (dof j owned by lane j % nlane), one lane runs the same order as a scatter. The diagonal
+// and L x (each row's ancestors, ascending, then subtracted: MuJoCo's order) follow.
+SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv, int lane,
+                        int nlane) {
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
   const int* colind = m->M_colind;
-  int nv = m->nv;
-  for (int i = nv - 1; i >= 0; i--) {
-    sim_real xi = x[i];
-    if (rownnz[i] == 1 || xi == 0) continue;
-    int start = rowadr[i], end = start + rownnz[i] - 1;
-    for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
+  int nv = m->nv, nlev = sim_dof_nlevel(m);
+  SIM_SYNC();  // x complete
+  for (int l = nlev - 1; l >= 1; l--) {
+    int ladr = m->dof_level_adr[l], num = m->dof_level_num[l];
+    if (nlane == 1) {
+      for (int q = num - 1; q >= 0; q--) {
+        int i = m->dof_level_dof[ladr + q];
+        sim_real xi = x[i];
+        if (xi == 0) continue;
+        int start = rowadr[i], end = start + rownnz[i] - 1;
+        for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
+      }
+      continue;
+    }
+    for (int j = lane; j < nv; j += nlane) {
+      if (m->dof_depth[j] >= l) continue;
+      sim_real xj = x[j];
+      for (int q = num - 1; q >= 0; q--) {
+        int i = m->dof_level_dof[ladr + q];
+        if (i <= j) continue;  // sim_M_find: -1 unless j is i's (stored) ancestor, in steps of depth
+        sim_real xi = x[i];
+        if (xi == 0) continue;
+        int e = sim_M_find(m, i, j);
+        if (e >= 0) xj -= qLD[e] * xi;
+      }
+      x[j] = xj;
+    }
+    SIM_SYNC();
   }
-  for (int i = 0; i < nv; i++) x[i] *= diaginv[i];
-  for (int i = 0; i < nv; i++) {
-    int nd = rownnz[i] - 1;
-    if (nd <= 0) continue;
-    int adr = rowadr[i];
-    sim_real s = 0;
-    for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
-    x[i] -= s;
-  }
-}
-
-// the same on lane 0, all lanes synchronized after
-SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv,
-                        int lane) {
-  if (lane == 0) sim_solveLD_serial(m, x, qLD, diaginv);
+  for (int i = lane; i < nv; i += nlane) x[i] *= diaginv[i];
   SIM_SYNC();
+  for (int l = 1; l < nlev; l++) {
+    int ladr = m->dof_level_adr[l], num = m->dof_level_num[l];
+    for (int q = lane; q < num; q += nlane) {
+      int i = m->dof_level_dof[ladr + q];
+      int nd = rownnz[i] - 1;
+      if (nd <= 0) continue;
+      int adr = rowadr[i];
+      sim_real s = 0;
+      for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
+      x[i] -= s;
+    }
+    SIM_SYNC();
+  }
 }
 
-// y = M x for M in lower-triangular CSR (symmetric product). Serial on lane 0.
-SIM_FN void sim_mulM(const SimModel* m, const sim_real* M, sim_real* y, const sim_real* x, int lane) {
-  if (lane == 0) {
-    int nv = m->nv;
-    for (int i = 0; i < nv; i++) {
-      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-      sim_real s = M[diag] * x[i];
-      for (int k = adr; k < diag; k++) s += M[k] * x[m->M_colind[k]];
-      y[i] = s;
+// y = M x for M in lower-triangular CSR (symmetric product), one output per lane: its row (diagonal first, then
+// ascending), then its descendants' entries ascending in id, the order of the serial row-then-scatter sweep
+SIM_FN void sim_mulM(const SimModel* m, const sim_real* M, sim_real* y, const sim_real* x, int lane, int nlane) {
+  SIM_SYNC();  // x complete
+  for (int j = lane; j < m->nv; j += nlane) {
+    int adr = m->M_rowadr[j], diag = adr + m->M_rownnz[j] - 1;
+    sim_real s = M[diag] * x[j];
+    for (int k = adr; k < diag; k++) s += M[k] * x[m->M_colind[k]];
+    int jend = sim_dof_subtree_end(m, j);
+    for (int i = j + 1; i < jend; i++) {
+      int e = sim_M_find(m, i, j);
+      if (e >= 0) s += M[e] * x[i];
     }
-    for (int i = 0; i < nv; i++) {
-      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-      for (int k = adr; k < diag; k++) y[m->M_colind[k]] += M[k] * x[i];
-    }
+    y[j] = s;
   }
   SIM_SYNC();
 }

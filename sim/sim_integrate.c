@@ -232,7 +232,7 @@ SIM_FN void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane) {
     sim_factorI(m, d->qH, d->qHDiagInv, lane, nlane);
     for (int i = lane; i < m->nv; i += nlane) d->qacc_int[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
     SIM_SYNC();
-    sim_solveLD(m, d->qacc_int, d->qH, d->qHDiagInv, lane);
+    sim_solveLD(m, d->qacc_int, d->qH, d->qHDiagInv, lane, nlane);
   }
   SIM_SYNC();
   sim_advance(m, d, d->qacc_int, 0, lane, nlane);
@@ -257,7 +257,7 @@ SIM_FN void sim_implicitfast(const SimModel* m, SimWorld* d, int lane, int nlane
   sim_factorI(m, d->qH, d->qHDiagInv, lane, nlane);
   for (int i = lane; i < m->nv; i += nlane) d->qacc_int[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
   SIM_SYNC();
-  sim_solveLD(m, d->qacc_int, d->qH, d->qHDiagInv, lane);
+  sim_solveLD(m, d->qacc_int, d->qH, d->qHDiagInv, lane, nlane);
   for (int j = lane; j < m->njnt; j += nlane) {
     if (!m->jnt_freebody[j]) continue;
     int adr = m->jnt_dofadr[j];

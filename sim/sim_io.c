@@ -194,6 +194,19 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
     m->M_rowadr[i] = mj->M_rowadr[i];
   }
   for (int k = 0; k < mj->nC; k++) m->M_colind[k] = mj->M_colind[k];
+  // dof depths and the dofs grouped by depth (ascending id within a depth): the lane-parallel LDL solve's
+  // schedule. Parents precede their children, so one ascending pass gives the depths.
+  for (int i = 0; i < mj->nv; i++) {
+    int p = m->dof_parentid[i];
+    m->dof_depth[i] = p < 0 ? 0 : m->dof_depth[p] + 1;
+  }
+  int ndl = 0;
+  for (int l = 0; l < mj->nv; l++) {
+    m->dof_level_adr[l] = ndl;
+    for (int i = 0; i < mj->nv; i++)
+      if (m->dof_depth[i] == l) m->dof_level_dof[ndl++] = i;
+    m->dof_level_num[l] = ndl - m->dof_level_adr[l];
+  }
 
   // geoms
   for (int g = 0; g < mj->ngeom; g++) {
@@ -287,6 +300,18 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
       }
     }
     m->actuator_momnum[a] = mom - m->actuator_momadr[a];
+  }
+  // the moment entries grouped by dof, in actuator order: qfrc_actuator is gathered per dof
+  int nde = 0;
+  for (int i = 0; i < mj->nv; i++) {
+    m->dof_momadr[i] = nde;
+    for (int a = 0; a < mj->nu; a++)
+      for (int e = m->actuator_momadr[a]; e < m->actuator_momadr[a] + m->actuator_momnum[a]; e++)
+        if (m->moment_dof[e] == i) {
+          m->dof_moment[2 * nde] = e;
+          m->dof_moment[2 * nde++ + 1] = a;
+        }
+    m->dof_momnum[i] = nde - m->dof_momadr[i];
   }
 
   // keyframes

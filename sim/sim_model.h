@@ -170,6 +170,10 @@ enum {
   X(int, M_rownnz, nv, 1)             /* lower-triangular CSR inertia: ancestors, diagonal last */ \
   X(int, M_rowadr, nv, 1)                                                                          \
   X(int, M_colind, nM, 1)                                                                          \
+  X(int, dof_depth, nv, 1)            /* number of ancestor dofs */                                \
+  X(int, dof_level_adr, nv, 1)        /* first entry of each depth in dof_level_dof */             \
+  X(int, dof_level_num, nv, 1)        /* dofs at each depth (0 beyond the deepest) */              \
+  X(int, dof_level_dof, nv, 1)        /* dofs sorted by depth (ascending id within a depth) */     \
   /* geoms */                                                                                      \
   X(int, geom_type, ngeom, 1)                                                                      \
   X(int, geom_contype, ngeom, 1)                                                                   \
@@ -222,6 +226,9 @@ enum {
   X(int, actuator_momnum, nu, 1)                                                                   \
   X(int, moment_dof, nmoment, 1)                                                                   \
   X(sim_real, moment_val, nmoment, 1)                                                              \
+  X(int, dof_momadr, nv, 1)           /* moment entries acting on each dof: first in dof_moment */ \
+  X(int, dof_momnum, nv, 1)                                                                        \
+  X(int, dof_moment, nmoment, 2)      /* (moment entry, its actuator) by dof, in actuator order */ \
   /* keyframes */                                                                                  \
   X(sim_real, key_qpos, nkey, m->nq)                                                                  \
   X(sim_real, key_qvel, nkey, m->nv)                                                                  \

@@ -6,8 +6,8 @@
 // line search) from the same data, so all lanes take the same branches. Sums over rows or dofs are lane sums
 // (sim_port.h: 32 strided partials, a fixed tree), so every lane gets the same bits on the CPU and the GPU.
 // Vector work is partitioned: rows across lanes (J v, forces, quadratics, line-search terms), dofs across
-// lanes (J' f, M v, updates, triangular solves), Hessian entries and Cholesky rows across lanes; the remaining
-// sequential parts (the LDL solve of the first certificate, island discovery) run on lane 0. Vectors live in dof space
+// lanes (J' f, M v, updates, triangular solves; the certificate's LDL solve by dof depths), Hessian entries and
+// Cholesky rows across lanes; island discovery runs on lane 0. Vectors live in dof space
 // (SimData qacc, sol_*); an island solve reads and writes only its own dofs (map_idof2dof) and rows
 // (map_iefc2efc), so islands never interact.
 
@@ -124,6 +124,29 @@ SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
   }
 }
 
+// sim_island for a model of one kinematic tree (a single robot): every row touches the tree, so island 0 holds
+// all dofs and all rows in order, which the lanes write directly (the result sim_island computes, serially)
+SIM_FN void sim_island_onetree(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  int nefc = d->nefc[0], nv = m->nv;
+  if ((m->disableflags & SIM_DSBL_ISLAND) || nefc == 0) {
+    if (lane == 0) d->nisland[0] = 0;
+    return;
+  }
+  if (lane == 0) {
+    d->nisland[0] = 1;
+    d->tree_island[0] = 0;
+    d->island_nv[0] = nv;
+    d->island_idofadr[0] = 0;
+    d->island_nefc[0] = nefc;
+    d->island_iefcadr[0] = 0;
+  }
+  for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = d->map_dof2idof[i] = i;
+  for (int r = lane; r < nefc; r += nlane) {
+    d->efc_island[r] = 0;
+    d->map_iefc2efc[r] = r;
+  }
+}
+
 // ---- shared pieces ----
 
 
@@ -182,13 +205,18 @@ SIM_FN sim_real sim_row_update(SimWorld* d, int i, sim_real x) {
   return (sim_real)0.5 * D * x * x;
 }
 
-// constraint update over a row list (rows across lanes); returns the total cost (a lane sum over rows)
-SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
+// forces, states and costs of a row list (rows across lanes), synchronized after
+SIM_FN void sim_rows_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
   for (int q = lane; q < nr; q += nlane) {
     int i = rows[q];
     d->efc_cost[i] = sim_row_update(d, i, jar[i]);
   }
   SIM_SYNC();
+}
+
+// constraint update over a row list (rows across lanes); returns the total cost (a lane sum over rows)
+SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
+  sim_rows_update(d, rows, nr, jar, lane, nlane);
   sim_real s;
   SIM_LSUM(s, nr, q, d->efc_cost[rows[q]], lane, nlane);
   return s;
@@ -205,7 +233,7 @@ typedef struct SimSolveCtx {
   const int* rows;  // island rows, ascending
   int n, nr;
   sim_real scale;
-  sim_real quadGauss[3];
+  sim_real quadGauss[3];  // [1], [2]: the search direction's Gauss quadratic
   int LSiter;
 } SimSolveCtx;
 
@@ -224,51 +252,40 @@ SIM_FN sim_real sim_friction_costdif(sim_real start, sim_real x, sim_real f, sim
   return sim_friction_cost(x, f, Rf, D) - sim_friction_cost(start, f, Rf, D);
 }
 
-// PrimalEval: cost(alpha) - cost(0) and its first two derivatives (reads shared data only). Rows across
-// lanes: each lane accumulates its strided partials of the six sums, which then meet in lane sums.
-SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p, int lane, int nlane) {
-  sim_real alpha = p->alpha;
-  sim_real part[6 * SIM_LPART];
-  SIM_PART_LOOP(k, pp, lane, nlane) {
-    sim_real cost = 0, deriv0 = 0, deriv1 = 0, qt0 = 0, qt1 = 0, qt2 = 0;
-    for (int q = pp; q < c->nr; q += SIM_NPART) {
-      int i = c->rows[q], type = d->efc_type[i];
-      const sim_real* quad = d->efc_quad + 3 * i;
-      if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
-        sim_real start = d->efc_Jaref[i], dir = d->efc_Jv[i];
-        sim_real x = start + alpha * dir;
-        sim_real f = d->efc_frictionloss[i], D = d->efc_D[i], Rf = d->efc_R[i] * f;
-        cost += sim_friction_costdif(start, x, f, Rf, D);
-        if (-Rf < x && x < Rf) {
-          deriv0 += D * x * dir;
-          deriv1 += D * dir * dir;
-        } else if (x <= -Rf) {
-          deriv0 += -f * dir;
-        } else {
-          deriv0 += f * dir;
-        }
-        continue;
-      }
-      sim_real start = d->efc_Jaref[i];
-      sim_real x = start + alpha * d->efc_Jv[i];
-      sim_real cost0 = start < 0 ? quad[0] : 0;
-      if (x < 0) {
-        qt0 += quad[0] - cost0;
-        qt1 += quad[1];
-        qt2 += quad[2];
-      } else {
-        cost -= cost0;
-      }
+// one row's terms of PrimalEval at step alpha, added to acc = (cost, deriv0, deriv1, qt0, qt1, qt2)
+SIM_FN void sim_row_eval(const SimWorld* d, int i, sim_real alpha, sim_real* acc) {
+  int type = d->efc_type[i];
+  if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_FRICTION_TENDON) {
+    sim_real start = d->efc_Jaref[i], dir = d->efc_Jv[i];
+    sim_real x = start + alpha * dir;
+    sim_real f = d->efc_frictionloss[i], D = d->efc_D[i], Rf = d->efc_R[i] * f;
+    acc[0] += sim_friction_costdif(start, x, f, Rf, D);
+    if (-Rf < x && x < Rf) {
+      acc[1] += D * x * dir;
+      acc[2] += D * dir * dir;
+    } else if (x <= -Rf) {
+      acc[1] += -f * dir;
+    } else {
+      acc[1] += f * dir;
     }
-    part[0 * SIM_LPART + k] = cost;
-    part[1 * SIM_LPART + k] = deriv0;
-    part[2 * SIM_LPART + k] = deriv1;
-    part[3 * SIM_LPART + k] = qt0;
-    part[4 * SIM_LPART + k] = qt1;
-    part[5 * SIM_LPART + k] = qt2;
+    return;
   }
-  sim_real t[6];
-  sim_lsum_multi(part, 6, t, lane, nlane);
+  const sim_real* quad = d->efc_quad + 3 * i;
+  sim_real start = d->efc_Jaref[i];
+  sim_real x = start + alpha * d->efc_Jv[i];
+  sim_real cost0 = start < 0 ? quad[0] : 0;
+  if (x < 0) {
+    acc[3] += quad[0] - cost0;
+    acc[4] += quad[1];
+    acc[5] += quad[2];
+  } else {
+    acc[0] -= cost0;
+  }
+}
+
+// PrimalEval's totals t (the six row sums) plus the Gauss quadratic into point p
+SIM_FN void sim_pnt_finish(SimSolveCtx* c, SimPnt* p, const sim_real* t) {
+  sim_real alpha = p->alpha;
   sim_real qt0 = t[3], qt1 = c->quadGauss[1] + t[4], qt2 = c->quadGauss[2] + t[5];
   sim_real cost = t[0] + (alpha * alpha * qt2 + alpha * qt1 + qt0);
   sim_real deriv0 = t[1] + (2 * alpha * qt2 + qt1);
@@ -280,9 +297,40 @@ SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p, int la
   c->LSiter++;
 }
 
-// updateBracket: move bracket p to a candidate with a same-sign derivative closer to 0
-SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, const SimPnt* cand, SimPnt* pnext,
-                              int lane, int nlane) {
+// PrimalEval of np (<= SIM_LS_MAXPNT) step sizes in one pass over the rows: cost(alpha) - cost(0) and its
+// first two derivatives (reads shared data only). Rows across lanes: each lane accumulates its strided partials
+// of the six sums per point, and all 6 np sums meet in one lane-sum call. Each point's sums are those of a pass
+// of its own (same partials, same tree), so batching does not change a bit.
+#define SIM_LS_MAXPNT 3
+SIM_FN void sim_primal_evaln(const SimWorld* d, SimSolveCtx* c, SimPnt* const* p, int np, int lane, int nlane) {
+  sim_real part[6 * SIM_LS_MAXPNT * SIM_LPART];
+  SIM_PART_LOOP(k, pp, lane, nlane) {
+    if (np == 1) {  // the common case, with constant indices: the sums stay in registers
+      sim_real a[6] = {0, 0, 0, 0, 0, 0};
+      for (int q = pp; q < c->nr; q += SIM_NPART) sim_row_eval(d, c->rows[q], p[0]->alpha, a);
+      for (int v = 0; v < 6; v++) part[v * SIM_LPART + k] = a[v];
+      continue;
+    }
+    sim_real acc[SIM_LS_MAXPNT][6];
+    for (int j = 0; j < np; j++)
+      for (int v = 0; v < 6; v++) acc[j][v] = 0;
+    for (int q = pp; q < c->nr; q += SIM_NPART)
+      for (int j = 0; j < np; j++) sim_row_eval(d, c->rows[q], p[j]->alpha, acc[j]);
+    for (int j = 0; j < np; j++)
+      for (int v = 0; v < 6; v++) part[(6 * j + v) * SIM_LPART + k] = acc[j][v];
+  }
+  sim_real t[6 * SIM_LS_MAXPNT];
+  sim_lsum_multi(part, 6 * np, t, lane, nlane);
+  for (int j = 0; j < np; j++) sim_pnt_finish(c, p[j], t + 6 * j);
+}
+
+SIM_FN void sim_primal_eval(const SimWorld* d, SimSolveCtx* c, SimPnt* p, int lane, int nlane) {
+  sim_primal_evaln(d, c, &p, 1, lane, nlane);
+}
+
+// updateBracket without its evaluation: move bracket p to a candidate with a same-sign derivative closer to 0
+// and set the next point's step; the caller evaluates pnext when the flag is set
+SIM_FN int sim_update_bracket(SimPnt* p, const SimPnt* cand, SimPnt* pnext) {
   int flag = 0;
   for (int i = 0; i < 3; i++) {
     if (p->deriv[0] < 0 && cand[i].deriv[0] < 0 && p->deriv[0] < cand[i].deriv[0]) {
@@ -293,10 +341,7 @@ SIM_FN int sim_update_bracket(const SimWorld* d, SimSolveCtx* c, SimPnt* p, cons
       flag = 2;
     }
   }
-  if (flag) {
-    pnext->alpha = p->alpha - p->deriv[0] / p->deriv[1];
-    sim_primal_eval(d, c, pnext, lane, nlane);
-  }
+  if (flag) pnext->alpha = p->alpha - p->deriv[0] / p->deriv[1];
   return flag;
 }
 
@@ -307,8 +352,29 @@ SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* do
   return s;
 }
 
+// g . g and g . h over the island's dofs in one lane-sum call (each as sim_dot_dofs sums it)
+SIM_FN void sim_dot2_dofs(const sim_real* g, const sim_real* h, const int* dofs, int n, sim_real* gg, sim_real* gh,
+                          int lane, int nlane) {
+  sim_real part[2 * SIM_LPART], t[2];
+  SIM_PART_LOOP(k, pp, lane, nlane) {
+    sim_real a = 0, b = 0;
+    for (int q = pp; q < n; q += SIM_NPART) {
+      a += g[dofs[q]] * g[dofs[q]];
+      b += g[dofs[q]] * h[dofs[q]];
+    }
+    part[k] = a;
+    part[SIM_LPART + k] = b;
+  }
+  sim_lsum_multi(part, 2, t, lane, nlane);
+  *gg = t[0];
+  *gh = t[1];
+}
+
 // PrimalSearch: exact piecewise-quadratic line search along sol_search; returns alpha and the improvement.
-// Jv and the quadratics are computed across lanes, every cost evaluation over rows across lanes.
+// PrimalPrepare (Jv and the row quadratics), the search direction's dof dots and the evaluation at alpha = 0
+// share one pass and one lane-sum call. In the bracketed phase the points MuJoCo evaluates one after another
+// but from data known beforehand (the two brackets' next points and the following midpoint) are evaluated in
+// one pass; LSiter counts the evaluations MuJoCo makes, so the iterates and counts are MuJoCo's.
 SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c, sim_real tolerance,
                                   int ls_iterations, sim_real* improvement, int lane, int nlane) {
   const int* dofs = c->dofs;
@@ -317,31 +383,51 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
   c->LSiter = 0;
   *improvement = 0;
   sim_real* v = d->sol_search;
-  sim_real snorm = sim_sqrt(sim_dot_dofs(v, v, dofs, n, lane, nlane));
+  sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n, lane, nlane);
+  SIM_SYNC();
+  // partials: v.v, v.Ma, qfrc_smooth.v, v.Mv (dofs), then p0's six row sums
+  sim_real part[10 * SIM_LPART];
+  p0.alpha = 0;
+  SIM_PART_LOOP(k, pp, lane, nlane) {
+    sim_real vv = 0, vMa = 0, fv = 0, vMv = 0;
+    for (int q = pp; q < n; q += SIM_NPART) {
+      int j = dofs[q];
+      vv += v[j] * v[j];
+      vMa += v[j] * d->sol_Ma[j];
+      fv += d->qfrc_smooth[j] * v[j];
+      vMv += v[j] * d->sol_Mv[j];
+    }
+    sim_real acc[6] = {0, 0, 0, 0, 0, 0};
+    for (int q = pp; q < c->nr; q += SIM_NPART) {
+      int i = c->rows[q];
+      sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
+      d->efc_Jv[i] = Jv;
+      // PrimalPrepare, per row
+      sim_real* quad = d->efc_quad + 3 * i;
+      sim_real D = d->efc_D[i], Jaref = d->efc_Jaref[i];
+      sim_real DJ0 = D * Jaref;
+      quad[0] = Jaref * DJ0;
+      quad[1] = Jv * DJ0;
+      quad[2] = Jv * D * Jv;
+      quad[0] *= (sim_real)0.5;
+      quad[2] *= (sim_real)0.5;
+      sim_row_eval(d, i, p0.alpha, acc);
+    }
+    part[0 * SIM_LPART + k] = vv;
+    part[1 * SIM_LPART + k] = vMa;
+    part[2 * SIM_LPART + k] = fv;
+    part[3 * SIM_LPART + k] = vMv;
+    for (int t = 0; t < 6; t++) part[(4 + t) * SIM_LPART + k] = acc[t];
+  }
+  sim_real tot[10];
+  sim_lsum_multi(part, 10, tot, lane, nlane);
+  sim_real snorm = sim_sqrt(tot[0]);
   if (snorm < (sim_real)SIM_MINVAL) return 0;
   sim_real gtol = tolerance * snorm / c->scale;
+  c->quadGauss[1] = tot[1] - tot[2];
+  c->quadGauss[2] = (sim_real)0.5 * tot[3];
+  sim_pnt_finish(c, &p0, tot + 4);
 
-  sim_mulM_dofs(m, d->M, d->sol_Mv, v, dofs, n, lane, nlane);
-  for (int q = lane; q < c->nr; q += nlane) {
-    int i = c->rows[q];
-    sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
-    d->efc_Jv[i] = Jv;
-    // PrimalPrepare, per row
-    sim_real* quad = d->efc_quad + 3 * i;
-    sim_real D = d->efc_D[i], Jaref = d->efc_Jaref[i];
-    sim_real DJ0 = D * Jaref;
-    quad[0] = Jaref * DJ0;
-    quad[1] = Jv * DJ0;
-    quad[2] = Jv * D * Jv;
-    quad[0] *= (sim_real)0.5;
-    quad[2] *= (sim_real)0.5;
-  }
-  SIM_SYNC();
-  c->quadGauss[1] = sim_dot_dofs(v, d->sol_Ma, dofs, n, lane, nlane) - sim_dot_dofs(d->qfrc_smooth, v, dofs, n, lane, nlane);
-  c->quadGauss[2] = (sim_real)0.5 * sim_dot_dofs(v, d->sol_Mv, dofs, n, lane, nlane);
-
-  p0.alpha = 0;
-  sim_primal_eval(d, c, &p0, lane, nlane);
   p1.alpha = p0.alpha - p0.deriv[0] / p0.deriv[1];
   sim_primal_eval(d, c, &p1, lane, nlane);
   if (sim_fabs(p1.deriv[0]) < gtol && (p1.alpha == 0 || p1.cost < 0)) {
@@ -366,13 +452,23 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
     return p1.alpha;
   }
 
-  // bracketed search
+  // bracketed search: each pass evaluates the points whose steps are known (p1next first, or the brackets'
+  // next points), plus the midpoint of the loop's next round when that round will run
   p2next = p1;
   p1next.alpha = p1.alpha - p1.deriv[0] / p1.deriv[1];
-  sim_primal_eval(d, c, &p1next, lane, nlane);
-  while (c->LSiter < ls_iterations) {
-    pmid.alpha = (sim_real)0.5 * (p1.alpha + p2.alpha);
-    sim_primal_eval(d, c, &pmid, lane, nlane);
+  SimPnt* batch[SIM_LS_MAXPNT];
+  int nb = 0;
+  batch[nb++] = &p1next;
+  int have_mid = 0;  // pmid already evaluated for the coming round
+  for (;;) {
+    if (c->LSiter + nb < ls_iterations) {  // the round after these evaluations runs: its midpoint too
+      pmid.alpha = (sim_real)0.5 * (p1.alpha + p2.alpha);
+      batch[nb++] = &pmid;
+      have_mid = 1;
+    }
+    if (nb) sim_primal_evaln(d, c, batch, nb, lane, nlane);
+    if (!have_mid) break;  // LSiter reached ls_iterations
+    have_mid = 0;
     SimPnt cand[3];
     cand[0] = p1next;
     cand[1] = p2next;
@@ -388,12 +484,15 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
       *improvement = -cand[best].cost;
       return cand[best].alpha;
     }
-    int b1 = sim_update_bracket(d, c, &p1, cand, &p1next, lane, nlane);
-    int b2 = sim_update_bracket(d, c, &p2, cand, &p2next, lane, nlane);
+    int b1 = sim_update_bracket(&p1, cand, &p1next);
+    int b2 = sim_update_bracket(&p2, cand, &p2next);
     if (!b1 && !b2) {
       *improvement = -pmid.cost;
       return pmid.alpha;
     }
+    nb = 0;
+    if (b1) batch[nb++] = &p1next;
+    if (b2) batch[nb++] = &p2next;
   }
   if (p1.cost <= p2.cost && p1.cost < 0) {
     *improvement = -p1.cost;
@@ -406,11 +505,11 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
 }
 
 // PrimalUpdateConstraint + PrimalUpdateGrad: forces and states (rows across lanes), island
-// qfrc_constraint and grad (dofs across lanes); returns the cost, sets quadGauss[0]
-SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+// qfrc_constraint and grad (dofs across lanes). MuJoCo's total cost here feeds only its statistics: not summed.
+SIM_FN void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n, nv = m->nv;
-  sim_real cost = sim_constraint_update(d, c->rows, c->nr, d->efc_Jaref, lane, nlane);  // syncs
+  sim_rows_update(d, c->rows, c->nr, d->efc_Jaref, lane, nlane);
   for (int k = lane; k < n; k += nlane) {
     int j = dofs[k];
     sim_real s = 0;
@@ -421,13 +520,7 @@ SIM_FN sim_real sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c
     d->qfrc_constraint[j] = s;
     d->sol_grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - s;
   }
-  sim_real gauss;
-  SIM_LSUM(gauss, n, k,
-           (sim_real)0.5 * (d->sol_Ma[dofs[k]] - d->qfrc_smooth[dofs[k]]) * (d->qacc[dofs[k]] - d->qacc_smooth[dofs[k]]),
-           lane, nlane);
-  c->quadGauss[0] = gauss;
   SIM_SYNC();
-  return cost + gauss;
 }
 
 // entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): rows in the quadratic
@@ -453,8 +546,10 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   return s;
 }
 
-// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column j needs the
-// columns < j; its rows below the diagonal go across lanes
+// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), right-looking: once column j is final
+// (its diagonal, then its rows scaled), every entry (i, k) of the trailing triangle, j < k <= i, subtracts
+// L(i, j) L(k, j), entries across lanes. Each entry thus subtracts its terms in ascending j, as the dot of the
+// left-looking form does: the same factor bit for bit, with the work of a column spread over all lanes.
 SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
@@ -462,20 +557,25 @@ SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   SIM_SYNC();
   for (int j = 0; j < n; j++) {
     sim_real tmp = L[j * (n + 1)];
-    for (int k = 0; k < j; k++) tmp -= L[j * n + k] * L[j * n + k];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
     sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-    SIM_SYNC();
+    for (int i = j + 1 + lane; i < n; i += nlane) L[i * n + j] = deficient ? 0 : L[i * n + j] * inv;
+    SIM_SYNC();  // column j final below the diagonal; every lane has read L(j, j)
     if (lane == 0) L[j * (n + 1)] = diag;
-    for (int i = j + 1 + lane; i < n; i += nlane) {
-      if (deficient) {
-        L[i * n + j] = 0;
-      } else {
-        sim_real s = L[i * n + j];
-        for (int k = 0; k < j; k++) s -= L[i * n + k] * L[j * n + k];
-        L[i * n + j] = s * inv;
-      }
+    if (nlane == 1) {  // one lane: the same updates in plain loops
+      for (int i = j + 1; i < n; i++)
+        for (int k = j + 1; k <= i; k++) L[i * n + k] -= L[i * n + j] * L[k * n + j];
+      continue;  // no other lane to wait for
+    }
+    // trailing triangle of size t = n - 1 - j, entry e at row r, column c (c <= r), rows of it in order
+    int t = n - 1 - j, r = 0, c = lane;
+    while (r < t && c > r) c -= ++r;
+    while (r < t) {
+      int i = j + 1 + r, k = j + 1 + c;
+      L[i * n + k] -= L[i * n + j] * L[k * n + j];
+      c += nlane;
+      while (r < t && c > r) c -= ++r;
     }
     SIM_SYNC();
   }
@@ -588,14 +688,14 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
   sim_real scale = c->scale;
 
   // zero-iteration certificate with Mgrad = M^-1 grad
-  if (lane == 0) {
-    for (int j = 0; j < m->nv; j++) Mgrad[j] = 0;
-    for (int k = 0; k < n; k++) Mgrad[dofs[k]] = grad[dofs[k]];
-    sim_solveLD_serial(m, Mgrad, d->qLD, d->qLDiagInv);
-  }
+  for (int j = lane; j < m->nv; j += nlane) Mgrad[j] = 0;
   SIM_SYNC();
-  int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane)) < tol;
-  int flg_gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n, lane, nlane)) < tol;
+  for (int k = lane; k < n; k += nlane) Mgrad[dofs[k]] = grad[dofs[k]];
+  sim_solveLD(m, Mgrad, d->qLD, d->qLDiagInv, lane, nlane);
+  sim_real gg, gMg;
+  sim_dot2_dofs(grad, Mgrad, dofs, n, &gg, &gMg, lane, nlane);
+  int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol;
+  int flg_gradient = scale * sim_sqrt(gg) < tol;
   int done = flg_gap && flg_gradient;
   if (!done) {
     sim_hessian_factor(m, d, c, lane, nlane);
@@ -629,8 +729,9 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
     sim_hessian_incremental(m, d, c, lane, nlane);
     sim_chol_solve(d, c, lane, nlane);
     sim_real improvement = scale * ls_improvement;
-    sim_real gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n, lane, nlane));
-    sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane));
+    sim_dot2_dofs(grad, Mgrad, dofs, n, &gg, &gMg, lane, nlane);
+    sim_real gradient = scale * sim_sqrt(gg);
+    sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * gMg);
     iter++;
     if ((improvement > 0 && improvement < tol) || gradient < tol || decrement < tol) break;
     for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];

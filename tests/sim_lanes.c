@@ -15,7 +15,7 @@ static pthread_barrier_t lanes_barrier;
 
 // lane sums as a warp does them: each lane puts its partials (p = lane, lane + nlane, ...) into a shared array,
 // then every lane runs the fixed tree over the 32 partials; the second barrier keeps the array until all read
-#define LANES_MAXVAL 8
+#define LANES_MAXVAL 32
 static sim_real lanes_part[LANES_MAXVAL][SIM_NPART];
 static inline void sim_lsum_multi(sim_real* part, int nval, sim_real* out, int lane, int nlane) {
   for (int v = 0; v < nval; v++)
