@@ -35,30 +35,21 @@ static void check(int episode_steps, const char* label) {
     shac_rollout_grad(s, e, met, &tm);
     nn_norm_update(s->norm, s->obs, s->H * s->N);
   }
-  // the target critic: random but fixed (non-zero input gradient)
-  nn_mlp_init(s->targ, 99);
   int64_t na = s->na;
-  float* p0 = malloc(sizeof(float) * na);
-  float* g = malloc(sizeof(float) * na);
-  double* u = malloc(sizeof(double) * na);
-  memcpy(p0, nn_mlp_params(s->actor), sizeof(float) * na);
+  float* p0;
+  double* u;
   Snap z;
-  snap(&z, e, s, 1);
-  for (int64_t i = 0; i < na; i++) u[i] = 0;
+  fd_start(s, e, &z, &p0, &u);
+  float* g = malloc(sizeof(float) * na);
   loss_at(s, e, &z, p0, u, 0, g);
   double gn = 0;
   for (int64_t i = 0; i < na; i++) gn += (double)g[i] * g[i];
   gn = sqrt(gn);
   uint64_t r = 12345;
   for (int dir = 0; dir < 4; dir++) {
-    double un = 0;
-    for (int64_t i = 0; i < na; i++) {
-      u[i] = dir == 0 ? g[i] / gn : env_rng_normal(&r);
-      un += u[i] * u[i];
-    }
-    un = sqrt(un);
+    fd_direction(g, gn, dir, &r, u, na);
     double gu = 0;
-    for (int64_t i = 0; i < na; i++) u[i] /= un, gu += (double)g[i] * u[i];
+    for (int64_t i = 0; i < na; i++) gu += (double)g[i] * u[i];
     double eps = 3e-3;
     double lp = loss_at(s, e, &z, p0, u, eps, NULL), lm = loss_at(s, e, &z, p0, u, -eps, NULL);
     double fd = (lp - lm) / (2 * eps);

@@ -49,17 +49,13 @@ static void check(int episode_steps, const char* label) {
   shac_rollout_grad(s, e, met, &tm);
   nn_norm_update(s->norm, s->obs, s->H * s->N);
   nn_norm_update(s->cnorm, s->cobs, s->H * s->N);
-  // the target critic: random but fixed (non-zero input gradient)
-  nn_mlp_init(s->targ, 99);
   int64_t na = s->na;
-  float* p0 = malloc(sizeof(float) * na);
+  float* p0;
+  double* u;
+  Snap z;
+  fd_start(s, e, &z, &p0, &u);
   float* g = malloc(sizeof(float) * na);
   float* g0 = malloc(sizeof(float) * na);
-  double* u = malloc(sizeof(double) * na);
-  memcpy(p0, nn_mlp_params(s->actor), sizeof(float) * na);
-  Snap z;
-  snap(&z, e, s, 1);
-  for (int64_t i = 0; i < na; i++) u[i] = 0;
   loss_at(s, e, &z, p0, u, 0, g);
   int ngrad = s->ngrad;  // the control: the same gradient without the state's cotangent
   s->ngrad = 0;
@@ -71,14 +67,9 @@ static void check(int episode_steps, const char* label) {
   uint64_t r = 12345;
   int agree = 0, ctrl_off = 0;
   for (int dir = 0; dir < NDIR; dir++) {
-    double un = 0;
-    for (int64_t i = 0; i < na; i++) {
-      u[i] = dir == 0 ? g[i] / gn : env_rng_normal(&r);
-      un += u[i] * u[i];
-    }
-    un = sqrt(un);
+    fd_direction(g, gn, dir, &r, u, na);
     double gu = 0, g0u = 0;
-    for (int64_t i = 0; i < na; i++) u[i] /= un, gu += (double)g[i] * u[i], g0u += (double)g0[i] * u[i];
+    for (int64_t i = 0; i < na; i++) gu += (double)g[i] * u[i], g0u += (double)g0[i] * u[i];
     double eps = 1e-3;
     double lp = loss_at(s, e, &z, p0, u, eps, NULL), lm = loss_at(s, e, &z, p0, u, -eps, NULL);
     double fd = (lp - lm) / (2 * eps);

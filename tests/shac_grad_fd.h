@@ -57,4 +57,25 @@ static double loss_at(Shac* s, EnvBatch* e, Snap* z, const float* p0, const doub
   return L;
 }
 
+// the harness's start, after the warm-up rollouts: a random but fixed target critic (a non-zero input gradient),
+// the actor's parameters p0, the snapshot, a zero direction u (p0 and u allocated here)
+static void fd_start(Shac* s, EnvBatch* e, Snap* z, float** p0, double** u) {
+  nn_mlp_init(s->targ, 99);
+  *p0 = malloc(sizeof(float) * (size_t)s->na);
+  *u = calloc((size_t)s->na, sizeof(double));
+  memcpy(*p0, nn_mlp_params(s->actor), sizeof(float) * (size_t)s->na);
+  snap(z, e, s, 1);
+}
+
+// the unit direction dir of the check: the gradient g's own (dir 0, |g| = gn), else a normal draw from r
+static void fd_direction(const float* g, double gn, int dir, uint64_t* r, double* u, int64_t n) {
+  double un = 0;
+  for (int64_t i = 0; i < n; i++) {
+    u[i] = dir == 0 ? g[i] / gn : env_rng_normal(r);
+    un += u[i] * u[i];
+  }
+  un = sqrt(un);
+  for (int64_t i = 0; i < n; i++) u[i] /= un;
+}
+
 #endif
