@@ -63,8 +63,8 @@ void motion_eval_close(MotionEval* me) {
   free(me);
 }
 
-int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const char* const* names, int nnames,
-                     int subset, int max_steps, char* err, size_t errlen) {
+int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const EnvBatch* like,
+                     const char* const* names, int nnames, int subset, int max_steps, char* err, size_t errlen) {
   *out = NULL;
   const EnvTask* tk = env_find_task(c->env_task);
   if (!tk) return snprintf(err, errlen, "unknown task '%s'", c->env_task), TRAIN_EUSER;
@@ -87,7 +87,8 @@ int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const 
   if (!params) return motion_eval_close(me), snprintf(err, errlen, "out of memory"), TRAIN_ERUN;
   snprintf(params, plen, "%s, %s%s%s%s%s", c->env_params, ev->params, motions ? ", " : "", motions ? ev->motion_key : "",
            motions ? "=" : "", motions ? motions : "");
-  int rc = env_create_params(&me->lib, c->env_task, params, 1, 0, (uint64_t)c->run_seed, err, errlen);
+  int rc = like && !motions ? env_create_like(&me->lib, like, params, 1, 0, (uint64_t)c->run_seed, err, errlen)
+                            : env_create_params(&me->lib, c->env_task, params, 1, 0, (uint64_t)c->run_seed, err, errlen);
   free(params);
   if (rc) return motion_eval_close(me), TRAIN_EUSER;
   int nlib = ev->nclip(me->lib->data);
@@ -126,7 +127,7 @@ int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const 
   }
   int maxT = 0;
   for (int w = 0; w < n; w++) maxT = me->steps[w] > maxT ? me->steps[w] : maxT;
-  if (env_create_like(&me->env, me->lib, n, maxT + 1, (uint64_t)c->run_seed, err, errlen))
+  if (env_create_like(&me->env, me->lib, NULL, n, maxT + 1, (uint64_t)c->run_seed, err, errlen))
     return motion_eval_close(me), TRAIN_EUSER;
   me->env->hold = 1;
   *out = me;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "algo/cfg.h"
+#include "envs/env.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,10 +47,11 @@ typedef struct MotionEval MotionEval;
 // Builds the evaluation worlds for the run's config c: motions (NULL: the run's own motion data) replaces the
 // task's motion constant; the clips named in names (nnames > 0), else `subset` clips evenly spaced over the
 // library (0: all of them), in library order; each scored over at most max_steps control steps (0: the full
-// clip). TRAIN_EUSER with a message (a task without reference motions, an unknown clip, motion data that does
-// not load) or TRAIN_ERUN.
-int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const char* const* names, int nnames,
-                     int subset, int max_steps, char* err, size_t errlen);
+// clip). like (non-NULL, with motions NULL): a batch of the run's task whose motion data the evaluation shares
+// instead of loading it again (the trainer's worlds; like must outlive the MotionEval). TRAIN_EUSER with a
+// message (a task without reference motions, an unknown clip, motion data that does not load) or TRAIN_ERUN.
+int motion_eval_open(MotionEval** out, const Cfg* c, const char* motions, const EnvBatch* like,
+                     const char* const* names, int nnames, int subset, int max_steps, char* err, size_t errlen);
 // The backend of the physics: "cpu" (the default: the CPU batch) or "cuda" (the CUDA environment, one world per
 // clip on the device; the policy and the scoring stay on the host, algo/motion_eval_cuda.cu). TRAIN_EUSER with a
 // message where the build has no CUDA backend or no device is found.

@@ -518,8 +518,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
     goto done;
   }
   if (c->run_eval_episodes > 0 && (rc = evals_open(&ev, o, env, ts.iteration, err, errlen))) goto done;
-  if (c->run_eval_motions > 0) {  // the evaluation worlds (their motion data loaded once, before the clock starts)
-    rc = motion_eval_open(&mev, c, NULL, NULL, 0, (int)c->run_eval_motions, (int)c->run_eval_motion_steps, why,
+  if (c->run_eval_motions > 0) {  // the evaluation worlds, before the clock starts (the training worlds' motion data)
+    rc = motion_eval_open(&mev, c, NULL, env, NULL, 0, (int)c->run_eval_motions, (int)c->run_eval_motion_steps, why,
                           sizeof why);
     if (!rc) rc = motion_eval_set_device(mev, c->run_eval_device, why, sizeof why);
     if (rc) {

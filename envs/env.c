@@ -185,9 +185,9 @@ int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int n
                     uint64_t seed, char* err, size_t errlen) {
   return create_task(out, tk, params, nworld, episode_steps, seed, NULL, err, errlen);
 }
-int env_create_like(EnvBatch** out, const EnvBatch* like, int nworld, int episode_steps, uint64_t seed, char* err,
-                    size_t errlen) {
-  return create_task(out, like->task, NULL, nworld, episode_steps, seed, like, err, errlen);
+int env_create_like(EnvBatch** out, const EnvBatch* like, const char* params, int nworld, int episode_steps,
+                    uint64_t seed, char* err, size_t errlen) {
+  return create_task(out, like->task, params, nworld, episode_steps, seed, like, err, errlen);
 }
 
 static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
@@ -204,12 +204,18 @@ static int create_task(EnvBatch** out, const EnvTask* tk, const char* params, in
   }
   double tparam[ENV_MAX_PARAMS];
   char tstr[ENV_MAX_STRS][ENV_STR_MAX];
-  if (like) {
+  if (like && !params) {
     memcpy(tparam, like->param, sizeof(tparam));
     memcpy(tstr, like->str, sizeof(tstr));
   } else if (parse_task_params(tk, params, tparam, tstr, err, errlen)) {
     return -1;
   }
+  for (int i = 0; like && i < tk->info.nstr; i++)
+    if (strcmp(tstr[i], like->str[i])) {
+      snprintf(err, errlen, "task %s: string constant %d is '%s' where the shared task data has '%s'", task, i,
+               tstr[i], like->str[i]);
+      return -1;
+    }
   if (obs_dim_under(tk, tparam) < 1) {
     snprintf(err, errlen, "task %s: observation size %d under env.params", task, obs_dim_under(tk, tparam));
     return -1;

@@ -670,10 +670,11 @@ int env_create_params(EnvBatch** out, const char* task, const char* params, int 
 // The same for a task given by its table (e.g. one outside envs/tasks.list, in a test).
 int env_create_task(EnvBatch** out, const EnvTask* tk, const char* params, int nworld, int episode_steps,
                     uint64_t seed, char* err, size_t errlen);
-// A batch of nworld worlds of like's task with like's constants, strings and task data (shared, not copied: like
-// must outlive it), e.g. evaluation worlds sized after the task data was read.
-int env_create_like(EnvBatch** out, const EnvBatch* like, int nworld, int episode_steps, uint64_t seed, char* err,
-                    size_t errlen);
+// A batch of nworld worlds of like's task with like's task data (shared, not copied: like must outlive it), e.g.
+// evaluation worlds sized after the task data was read or beside the training worlds. params NULL: like's constants
+// and strings; else the spec params, whose strings must equal like's (the data was loaded from them).
+int env_create_like(EnvBatch** out, const EnvBatch* like, const char* params, int nworld, int episode_steps,
+                    uint64_t seed, char* err, size_t errlen);
 // The observation size env_create_params gives task tk under the spec params (for readers without an EnvBatch,
 // e.g. `adjoint export`); -1 and err on a bad spec.
 int env_task_obs_dim(const EnvTask* tk, const char* params, char* err, size_t errlen);

@@ -125,7 +125,7 @@ int eval_motions_run(const EvalMotionsOptions* o) {
   ckpt_add(&it, 0, 1, "trainer/iteration", CK_I64, &iteration, 1, 0);
   if (ckpt_read(o->checkpoint, &it, 1, err, sizeof(err))) iteration = -1;  // the policy read reports a bad file
   MotionEval* me = NULL;
-  int rc = motion_eval_open(&me, o->cfg, o->motions, o->clips, o->nclips, 0, o->max_steps, err, sizeof(err));
+  int rc = motion_eval_open(&me, o->cfg, o->motions, NULL, o->clips, o->nclips, 0, o->max_steps, err, sizeof(err));
   if (!rc) rc = motion_eval_set_device(me, o->device, err, sizeof(err));
   MotionEvalResult r;
   if (!rc) rc = motion_eval_run(me, o->checkpoint, o->trajectory != NULL, &r, err, sizeof(err));
