@@ -30,9 +30,6 @@ import subprocess
 import sys
 import tempfile
 
-import h5py
-import mujoco
-import numpy as np
 
 ADJ = sys.argv[1]
 GPU = "--gpu" in sys.argv[2:]  # only --device cuda against --device cpu (ctest label gpu; 77 without a device)
@@ -116,7 +113,6 @@ def main():
     if not src:
         print("eval_motions_check: LAFAN1 clips or the G1 model not on the asset path: skipped")
         return 77
-    model = mujoco.MjModel.from_xml_path(os.path.join(src, "g1/scene_flat.xml"))
     tmp = tempfile.mkdtemp()
     clips = os.path.join(tmp, "clips")
     os.makedirs(clips)
@@ -130,15 +126,20 @@ def main():
                 f.writelines(lines)
             man.write("%s\t%d\n" % (name, rows))
             v = [float(x) for x in lines[0].split(",")]
-            first[name] = np.array(v[:3] + [v[6], v[3], v[4], v[5]] + v[7:])  # xyzw -> wxyz
+            first[name] = v[:3] + [v[6], v[3], v[4], v[5]] + v[7:]  # xyzw -> wxyz
     rd = os.path.join(tmp, "run")
     params = "env.params=residual=1, motion=" + clips
     periodic = [] if GPU else ["run.eval_motions=2", "run.eval_every=1", "run.eval_motion_steps=40"]
     rc, out = run("train", "configs/g1_tracking_nablamimic.yaml", "--device", "cpu", "--num-envs", "4",
                   "--max-iterations", "2", "--run-dir", rd, "run.eval_episodes=0", "algo.horizon=4", params, *periodic)
     check(rc == 0, "train: exit %d: %s" % (rc, out[-400:]))
-    if GPU:
+    if GPU:  # needs neither MuJoCo's Python package, h5py nor numpy (a GPU machine may lack them)
         return gpu_vs_cpu(rd, clips, tmp)
+    global h5py, mujoco, np
+    import h5py
+    import mujoco
+    import numpy as np
+    model = mujoco.MjModel.from_xml_path(os.path.join(src, "g1/scene_flat.xml"))
     # the trainer's periodic motion evaluation: the same numbers as adjoint eval of its checkpoints
     mrows = list(csv.DictReader(open(os.path.join(rd, "motion_evals.csv")))) if rc == 0 else []
     check([r["iteration"] for r in mrows] == ["1", "2"], "motion_evals.csv iterations %s" % [r["iteration"] for r in mrows])
