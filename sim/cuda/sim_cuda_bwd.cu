@@ -2,12 +2,12 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void k_control_step_backward(const SimModel* m, const SimData* d, int nsub) {
+__global__ void k_control_step_backward(const SimModel* mg, const SimData* d, int nsub) {
+  SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_control_step_backward_world(m, &wd, nsub, threadIdx.x & 31, 32);
+  SIMCUDA_VIEW(m, d, w);
+  sim_control_step_backward_world(m, wd, nsub, threadIdx.x & 31, 32);
 }
 
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub) {

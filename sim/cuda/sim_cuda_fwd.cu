@@ -2,20 +2,20 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void k_forward(const SimModel* m, const SimData* d) {
+__global__ void k_forward(const SimModel* mg, const SimData* d) {
+  SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_forward_world(m, &wd, threadIdx.x & 31, 32);
+  SIMCUDA_VIEW(m, d, w);
+  sim_forward_world(m, wd, threadIdx.x & 31, 32);
 }
 
-__global__ void k_stage(const SimModel* m, const SimData* d, int stage) {
+__global__ void k_stage(const SimModel* mg, const SimData* d, int stage) {
+  SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_stage_world(m, &wd, stage, threadIdx.x & 31, 32);
+  SIMCUDA_VIEW(m, d, w);
+  sim_stage_world(m, wd, stage, threadIdx.x & 31, 32);
 }
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld) {

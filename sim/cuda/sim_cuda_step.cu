@@ -2,21 +2,21 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void k_step(const SimModel* m, const SimData* d) {
+__global__ void k_step(const SimModel* mg, const SimData* d) {
+  SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_step_world(m, &wd, threadIdx.x & 31, 32);
+  SIMCUDA_VIEW(m, d, w);
+  sim_step_world(m, wd, threadIdx.x & 31, 32);
 }
 
 // nsub substeps per world, each substep's input pushed on the tape when recording
-__global__ void k_control_step(const SimModel* m, const SimData* d, int nsub, int record) {
+__global__ void k_control_step(const SimModel* mg, const SimData* d, int nsub, int record) {
+  SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
-  sim_control_step_world(m, &wd, nsub, record, threadIdx.x & 31, 32);
+  SIMCUDA_VIEW(m, d, w);
+  sim_control_step_world(m, wd, nsub, record, threadIdx.x & 31, 32);
 }
 
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld) {
