@@ -1,4 +1,4 @@
-// cuda_check.cuh: the one check of CUDA runtime and CUDA library (cuBLASLt) calls for algo/, envs/ and nn/
+// cuda_check.cuh: the one check of CUDA runtime and CUDA library (cuBLASLt) calls for algo/, envs/, nn/ and sim/
 // (CUDA C++ translation units only). Library code does not print: a failed call is recorded as
 // "file:line: call: reason" in a message buffer owned by the caller of the API function (NULL: no message,
 // the code alone) and the enclosing function returns the given error code.

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cuda_check.cuh"
 #include "sim/cuda/sim_cuda.h"
 #include "sim/cuda/sim_cuda_launch.h"
 #include "sim/sim_common.h"
@@ -24,14 +25,8 @@ struct SimCuda {
 static char g_err[512] = "";
 const char* simcuda_last_error(void) { return g_err; }
 
-#define CU_CHECK(call)                                                                         \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      snprintf(g_err, sizeof(g_err), "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return SIM_ERR_CUDA;                                                                     \
-    }                                                                                          \
-  } while (0)
+// the project's one CUDA check (common/cuda_check.cuh), recording into the buffer simcuda_last_error returns
+#define CU_CHECK(call) ADJ_CUDA_CHECK(call, g_err, sizeof(g_err), SIM_ERR_CUDA)
 
 extern "C" int simcuda_device_count(void) {
   int n = 0;

@@ -2,7 +2,7 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void k_forward(const SimModel* mg, const SimData* d) {
+__global__ void SIMCUDA_BOUNDS k_forward(const SimModel* mg, const SimData* d) {
   SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
@@ -10,7 +10,7 @@ __global__ void k_forward(const SimModel* mg, const SimData* d) {
   sim_forward_world(m, wd, threadIdx.x & 31, 32);
 }
 
-__global__ void k_stage(const SimModel* mg, const SimData* d, int stage) {
+__global__ void SIMCUDA_BOUNDS k_stage(const SimModel* mg, const SimData* d, int stage) {
   SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;

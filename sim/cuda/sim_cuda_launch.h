@@ -15,6 +15,12 @@
 // of one table per world, local memory that crowds L1). SIMCUDA_MODEL (SIMCUDA_SHARED_MODEL=1) copies the model's
 // header (sizes, options, array pointers) into the block's shared memory likewise; it needs every thread of the
 // block, so kernels take it before their early return.
+// SIMCUDA_MIN_BLOCKS: __launch_bounds__'s minimum resident blocks per SM. 1 leaves ptxas all 255 registers (8
+// warps per SM); 4 caps them at 128 for 16 warps per SM, at the price of spills.
+#ifndef SIMCUDA_MIN_BLOCKS
+#define SIMCUDA_MIN_BLOCKS 1
+#endif
+#define SIMCUDA_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_MIN_BLOCKS)
 #ifndef SIMCUDA_SHARED_MODEL
 #define SIMCUDA_SHARED_MODEL 0
 #endif

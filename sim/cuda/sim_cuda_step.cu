@@ -2,7 +2,7 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void k_step(const SimModel* mg, const SimData* d) {
+__global__ void SIMCUDA_BOUNDS k_step(const SimModel* mg, const SimData* d) {
   SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
@@ -11,7 +11,7 @@ __global__ void k_step(const SimModel* mg, const SimData* d) {
 }
 
 // nsub substeps per world, each substep's input pushed on the tape when recording
-__global__ void k_control_step(const SimModel* mg, const SimData* d, int nsub, int record) {
+__global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* mg, const SimData* d, int nsub, int record) {
   SIMCUDA_MODEL(mg);
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
