@@ -66,11 +66,7 @@
   X(int, col_pair_ncon, npair, 1)     /* contacts found per pair */                                \
   X(int, col_pair_adr, npair, 1)      /* first contact of each pair after compaction */
 
-// Contact capacity override for the importer (host, per precision): > 0 sets nconmax, 0 derives it
-// (nconmax = nconslot). Contacts beyond nconmax are dropped (the later pairs) and counted in ncon_overflow.
-#if !defined(__CUDACC__)
-#define sim_collision_nconmax_override SIM_SFX(sim_collision_nconmax_override)
-extern int sim_collision_nconmax_override;
-#endif
+// The contact capacity nconmax is derived as nconslot or set by the load option (sim_model_import_caps).
+// Contacts beyond nconmax are dropped (the later pairs) and counted in ncon_overflow.
 
 #endif

@@ -14,8 +14,6 @@
 
 #include "sim.h"
 
-int sim_collision_nconmax_override = 0;
-
 typedef struct {
   int g1, g2, ipair;  // g1, g2 swapped so that type(g1) <= type(g2)
 } Cand;
@@ -223,7 +221,7 @@ void sim_collision_sizes(const void* mjmodel, SimModel* m) {
   for (int i = 0; i < l.n; i++) slots += max_contact(mj->geom_type[l.c[i].g1], mj->geom_type[l.c[i].g2]);
   m->npair = l.n;
   m->nconslot = slots;
-  m->nconmax = sim_collision_nconmax_override > 0 ? sim_collision_nconmax_override : slots;
+  m->nconmax = slots;
   free(l.c);
 }
 

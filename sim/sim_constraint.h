@@ -76,10 +76,4 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_flag, one, 1)            /* lane 0 -> all lanes: number of changed rows */
 
-// host only: row-capacity override read by sim_constraint_sizes (> 0 replaces the derived capacity)
-#ifndef __CUDACC__
-#define sim_nefcmax_override SIM_SFX(sim_nefcmax_override)
-extern int sim_nefcmax_override;
-#endif
-
 #endif

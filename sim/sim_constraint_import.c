@@ -4,9 +4,6 @@
 
 #include "sim.h"
 
-// Row-capacity override: > 0 replaces the capacity derived from the model (tests of the overflow path).
-int sim_nefcmax_override = 0;
-
 // Rows a world can need: every friction-loss dof and tendon, two per limited hinge/slide joint and tendon
 // (both sides can be active with a margin), one per ball limit, four per contact (condim 3 pyramid).
 void sim_constraint_sizes(const void* mjmodel, SimModel* m) {
@@ -20,7 +17,7 @@ void sim_constraint_sizes(const void* mjmodel, SimModel* m) {
     n += (tp == mjJNT_HINGE || tp == mjJNT_SLIDE) ? 2 : tp == mjJNT_BALL ? 1 : 0;
   }
   n += 4 * m->nconmax;
-  m->nefcmax = sim_nefcmax_override > 0 ? sim_nefcmax_override : n;
+  m->nefcmax = n;
   m->ntree = mj->ntree;
 }
 

@@ -89,9 +89,9 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
   }
   m->nlevel = nlevel;
   sim_collision_sizes(mj, m);
-  if (nconmax > 0 && sim_collision_nconmax_override <= 0) m->nconmax = nconmax;  // a test's override wins
+  if (nconmax > 0) m->nconmax = nconmax;  // the load option's capacity; rows follow it
   sim_constraint_sizes(mj, m);
-  if (nefcmax > 0 && sim_nefcmax_override <= 0) m->nefcmax = nefcmax;
+  if (nefcmax > 0) m->nefcmax = nefcmax;
   if (model_alloc(m)) {
     free(depth);
     free(m);

@@ -60,9 +60,7 @@ static void test_model(const char* file, int nworld, int scatter, int nconmax_ov
   SimModel* m = NULL;
   SimData *c = NULL, *g = NULL;
   SimCuda* gpu = NULL;
-  sim_collision_nconmax_override = nconmax_override;
-  int rc = sim_model_import(mjv, &m, err, sizeof(err));
-  sim_collision_nconmax_override = 0;
+  int rc = sim_model_import_caps(mjv, nconmax_override, 0, &m, err, sizeof(err));
   if (rc) {
     TEST_CHECK(0, "%s: %s", file, err);
     return;

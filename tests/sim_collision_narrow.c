@@ -232,7 +232,7 @@ typedef struct {
 
 // loads the model with constraints disabled (the importer refuses constraint models until the solver lands),
 // imports it, then clears the flag on both so that both run their collision stage
-static int load(const Case* cs, mjModel** M, SimModel** m, int* key) {
+static int load(const Case* cs, int nconmax, mjModel** M, SimModel** m, int* key) {
   char err[2048];
   void* mj = NULL;
   SimLoadOptions o;
@@ -242,7 +242,7 @@ static int load(const Case* cs, mjModel** M, SimModel** m, int* key) {
     fprintf(stderr, "%s\n", err);
     return -1;
   }
-  if (sim_model_import(mj, m, err, sizeof(err))) {
+  if (sim_model_import_caps(mj, nconmax, 0, m, err, sizeof(err))) {
     fprintf(stderr, "%s: %s\n", cs->file, err);
     sim_free_mjmodel(mj);
     return -1;
@@ -259,7 +259,7 @@ static int run_case(const Case* cs, Stats* st) {
   mjModel* M;
   SimModel* m;
   int key;
-  if (load(cs, &M, &m, &key)) {
+  if (load(cs, 0, &M, &m, &key)) {
     TEST_CHECK(0, "cannot load %s", cs->file);
     return 1;
   }
@@ -340,9 +340,7 @@ static void check_overflow(void) {
   mjModel* M;
   SimModel* m;
   int key;
-  sim_collision_nconmax_override = 3;
-  int rc = load(&cs, &M, &m, &key);
-  sim_collision_nconmax_override = 0;
+  int rc = load(&cs, 3, &M, &m, &key);
   if (rc) {
     TEST_CHECK(0, "load");
     return;

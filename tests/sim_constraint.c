@@ -243,10 +243,8 @@ static void check_overflow(void) {
   mjData* md = mj_makeData(mm);
   for (int t = 0; t < 400; t++) mj_step(mm, md);  // bodies resting on the floor: many contact rows
   mj_forward(mm, md);
-  sim_nefcmax_override = 6;
   SimModel* m0 = NULL;
-  int rc = sim_model_import(mm, &m0, err, sizeof(err));
-  sim_nefcmax_override = 0;
+  int rc = sim_model_import_caps(mm, 0, 6, &m0, err, sizeof(err));
   TEST_CHECK(rc == 0, "overflow: import: %s", err);
   if (rc) return;
   SimModel m = *m0;

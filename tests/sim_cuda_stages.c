@@ -91,8 +91,9 @@ static void test_model(const char* model, int nworld, int constraints) {
   SimModel* m = NULL;
   SimData *c = NULL, *g = NULL, *start = NULL;
   SimCuda* gpu = NULL;
-  if (sim_model_import(mjv, &m, err, sizeof(err)) || sim_data_create(m, nworld, &c) || sim_data_create(m, nworld, &g) ||
-      sim_data_create(m, nworld, &start) || simcuda_create(m, nworld, &gpu)) {
+  // contact capacity: G1 never showed more than ~61 contacts; 128 keeps 4096 worlds' rows small
+  if (sim_model_import_caps(mjv, 128, 0, &m, err, sizeof(err)) || sim_data_create(m, nworld, &c) ||
+      sim_data_create(m, nworld, &g) || sim_data_create(m, nworld, &start) || simcuda_create(m, nworld, &gpu)) {
     TEST_CHECK(0, "%s: setup failed: %s %s", model, err, simcuda_last_error());
     return;
   }
@@ -169,8 +170,6 @@ int main(void) {
     printf("sim_cuda_stages: no CUDA device, skipped\n");
     return TEST_SKIP;
   }
-  // contact capacity: G1 never showed more than ~61 contacts; 128 keeps 4096 worlds' rows small
-  sim_collision_nconmax_override = 128;
   for (int c = 0; c < 2; c++) {
     test_model("g1/scene_flat.xml", 4096, c);
     test_model("humanoid/humanoid.xml", 4096, c);

@@ -64,9 +64,7 @@ static SimModel* load_model(const char* name, const SimLoadOptions* opt, int nco
     return NULL;
   }
   SimModel* m = NULL;
-  sim_collision_nconmax_override = nconmax;
-  int rc = sim_model_import(*mj, &m, err, sizeof(err));
-  sim_collision_nconmax_override = 0;
+  int rc = sim_model_import_caps(*mj, nconmax, 0, &m, err, sizeof(err));
   if (rc) {
     TEST_CHECK(0, "import %s: %s", name, err);
     sim_free_mjmodel(*mj);

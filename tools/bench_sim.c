@@ -519,11 +519,11 @@ int bench_sim_main(int argc, char** argv) {
     } else if (!strcmp(a, "--nconmax")) {
       int c = 0;
       bad = cli_int(argc, argv, &i, 1, 1 << 20, &c);
-      sim_collision_nconmax_override = c;
+      opt.nconmax = c;
     } else if (!strcmp(a, "--nefcmax")) {
       int c = 0;
       bad = cli_int(argc, argv, &i, 1, 1 << 20, &c);
-      sim_nefcmax_override = c;
+      opt.nefcmax = c;
     } else if (!strcmp(a, "--no-constraint")) {
       opt.disable_add |= mjDSBL_CONSTRAINT;
     } else if (!strcmp(a, "--no-contact")) {
@@ -585,7 +585,7 @@ int bench_sim_main(int argc, char** argv) {
     printf("states written to %s (%d worlds)\n", write_path, st.n);
   }
   SimModel* m = NULL;
-  if (sim_model_import(mjv, &m, err, sizeof(err))) {
+  if (sim_model_import_caps(mjv, opt.nconmax, opt.nefcmax, &m, err, sizeof(err))) {
     fprintf(stderr, "adjoint bench sim: %s\n", err);
     return 2;
   }
@@ -598,7 +598,7 @@ int bench_sim_main(int argc, char** argv) {
   sim_model_free(m);
   m = NULL;
   if (!rc && !no_cpu) {  // a fresh import: the CUDA part may have enabled gradients on its copy
-    if (sim_model_import(mjv, &m, err, sizeof(err))) {
+    if (sim_model_import_caps(mjv, opt.nconmax, opt.nefcmax, &m, err, sizeof(err))) {
       fprintf(stderr, "adjoint bench sim: %s\n", err);
       return 2;
     }
