@@ -2,8 +2,7 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* mg, const SimData* d, int nsub) {
-  SIMCUDA_MODEL(mg);
+__global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* m, const SimData* d, int nsub) {
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
   SIMCUDA_VIEW(m, d, w);

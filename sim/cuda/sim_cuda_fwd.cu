@@ -2,16 +2,14 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void SIMCUDA_BOUNDS k_forward(const SimModel* mg, const SimData* d) {
-  SIMCUDA_MODEL(mg);
+__global__ void SIMCUDA_BOUNDS k_forward(const SimModel* m, const SimData* d) {
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
   SIMCUDA_VIEW(m, d, w);
   sim_forward_world(m, wd, threadIdx.x & 31, 32);
 }
 
-__global__ void SIMCUDA_BOUNDS k_stage(const SimModel* mg, const SimData* d, int stage) {
-  SIMCUDA_MODEL(mg);
+__global__ void SIMCUDA_BOUNDS k_stage(const SimModel* m, const SimData* d, int stage) {
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
   SIMCUDA_VIEW(m, d, w);

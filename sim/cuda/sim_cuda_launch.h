@@ -12,33 +12,18 @@
 
 // A kernel's prologue: SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in
 // shared memory, one per warp, written by lane 0. As a local variable it lived in every lane's stack (32 copies
-// of one table per world, local memory that crowds L1). SIMCUDA_MODEL (SIMCUDA_SHARED_MODEL=1) copies the model's
-// header (sizes, options, array pointers) into the block's shared memory likewise; it needs every thread of the
-// block, so kernels take it before their early return.
+// of one table per world, local memory that crowds L1).
 // SIMCUDA_MIN_BLOCKS: __launch_bounds__'s minimum resident blocks per SM. 1 leaves ptxas all 255 registers (8
 // warps per SM); 4 caps them at 128 for 16 warps per SM, at the price of spills.
 #ifndef SIMCUDA_MIN_BLOCKS
 #define SIMCUDA_MIN_BLOCKS 1
 #endif
 #define SIMCUDA_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_MIN_BLOCKS)
-#ifndef SIMCUDA_SHARED_MODEL
-#define SIMCUDA_SHARED_MODEL 0
-#endif
 #define SIMCUDA_VIEW(m, d, w)                               \
   __shared__ SimWorld simcuda_view_[SIMCUDA_WPB];           \
   SimWorld* wd = &simcuda_view_[threadIdx.x / 32];          \
   if ((threadIdx.x & 31) == 0) sim_world((m), (d), (w), wd); \
   __syncwarp()
-#if SIMCUDA_SHARED_MODEL
-#define SIMCUDA_MODEL(mg)                                                                 \
-  __shared__ SimModel simcuda_model_;                                                     \
-  for (int i_ = threadIdx.x; i_ < (int)(sizeof(SimModel) / sizeof(int)); i_ += blockDim.x) \
-    ((int*)&simcuda_model_)[i_] = ((const int*)(mg))[i_];                                 \
-  __syncthreads();                                                                        \
-  const SimModel* m = &simcuda_model_
-#else
-#define SIMCUDA_MODEL(mg) const SimModel* m = (mg)
-#endif
 
 static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + SIMCUDA_WPB - 1) / SIMCUDA_WPB); }
 

@@ -2,8 +2,7 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-__global__ void SIMCUDA_BOUNDS k_step(const SimModel* mg, const SimData* d) {
-  SIMCUDA_MODEL(mg);
+__global__ void SIMCUDA_BOUNDS k_step(const SimModel* m, const SimData* d) {
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
   SIMCUDA_VIEW(m, d, w);
@@ -11,8 +10,7 @@ __global__ void SIMCUDA_BOUNDS k_step(const SimModel* mg, const SimData* d) {
 }
 
 // nsub substeps per world, each substep's input pushed on the tape when recording
-__global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* mg, const SimData* d, int nsub, int record) {
-  SIMCUDA_MODEL(mg);
+__global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* m, const SimData* d, int nsub, int record) {
   int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
   if (w >= d->nworld) return;
   SIMCUDA_VIEW(m, d, w);
