@@ -1,7 +1,8 @@
 // sim_collision_cuda.c: the collision stage on the CUDA backend (32 lanes per world striding over the
 // candidate pairs, then the in-order compaction) against the float32 CPU backend on identical kinematics:
 // identical contact lists (count, geoms, pair, witness, dim, exclude) and values within float32 rounding,
-// for our free-body scene and G1 at many worlds; capacity overflow identical. Skips (77) without a device.
+// for our free-body scene and G1 at many worlds; capacity overflow identical. ADJ_GPU_TEST_SMALL
+// (tests/gpu_test_size.h): 128, 64 and 128 worlds. Skips (77) without a device.
 #include <mujoco/mujoco.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "sim/cuda/sim_cuda.h"
 #include "sim/sim.h"
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 
 static unsigned long long rng_state = 777;
@@ -126,8 +128,8 @@ int main(void) {
     printf("sim_collision_cuda: no CUDA device, skipped\n");
     return TEST_SKIP;
   }
-  test_model("test/collision_free.xml", 2048, 1, 0);
-  test_model("test/collision_free.xml", 256, 1, 6);  // capacity overflow: later pairs dropped
-  test_model("g1/scene_flat.xml", 4096, 0, 0);
+  test_model("test/collision_free.xml", gpu_test_size(2048, 128), 1, 0);
+  test_model("test/collision_free.xml", gpu_test_size(256, 64), 1, 6);  // capacity overflow: later pairs dropped
+  test_model("g1/scene_flat.xml", gpu_test_size(4096, 128), 0, 0);
   return test_report("sim_collision_cuda");
 }

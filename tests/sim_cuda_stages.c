@@ -1,7 +1,8 @@
 // sim_cuda_stages: the CUDA backend against the float32 CPU backend, stage by stage on identical inputs,
 // for G1 and the humanoid at 4096 worlds, with constraints (contacts, limits, Newton solver) and without;
 // ten full steps bitwise identical across two runs; world 0 gives the same bits whether 1, 1024 or 4096
-// worlds run. Skips (77) without a device.
+// worlds run. ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): 64 worlds each, prefixes of 1 and 16 worlds.
+// Skips (77) without a device.
 #include <mujoco/mujoco.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "sim/cuda/sim_cuda.h"
 #include "sim/sim.h"
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -128,7 +130,7 @@ static void test_model(const char* model, int nworld, int constraints) {
   TEST_CHECK(memcmp(g->qpos, g2->qpos, sizeof(float) * (size_t)nworld * m->nq) == 0 &&
                  memcmp(g->qvel, g2->qvel, sizeof(float) * (size_t)nworld * m->nv) == 0,
              "%s: two runs of 10 steps differ", model);
-  int sizes[2] = {1, 1024};
+  int sizes[2] = {1, gpu_test_size(1024, nworld / 4)};
   for (int k = 0; k < 2; k++) {
     int n = sizes[k] < nworld ? sizes[k] : nworld;
     SimData *part = NULL, *part_out = NULL;
@@ -170,11 +172,12 @@ int main(void) {
     printf("sim_cuda_stages: no CUDA device, skipped\n");
     return TEST_SKIP;
   }
+  int many = gpu_test_size(4096, 64), some = gpu_test_size(1024, 64);
   for (int c = 0; c < 2; c++) {
-    test_model("g1/scene_flat.xml", 4096, c);
-    test_model("humanoid/humanoid.xml", 4096, c);
+    test_model("g1/scene_flat.xml", many, c);
+    test_model("humanoid/humanoid.xml", many, c);
   }
-  test_model("test/chain_free.xml", 1024, 0);  // RK4, tendon, free base
-  test_model("test/collision_free.xml", 1024, 1);  // free bodies: several islands, box-box
+  test_model("test/chain_free.xml", some, 0);  // RK4, tendon, free base
+  test_model("test/collision_free.xml", some, 1);  // free bodies: several islands, box-box
   return test_report("sim_cuda_stages");
 }

@@ -3,7 +3,8 @@
 // test models (constraints disabled), 256 worlds; then one control step with contacts and limits (G1 scene
 // from its keyframe, hopper, walker, free bodies): CUDA vs CPU per world (median and worst world), and two
 // CUDA runs bitwise; and the parameter cotangents with random per-world overrides (G1 scene, hopper, box stack).
-// Skips (77) without a device.
+// ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): 32 worlds where 256 run, 64 where 1024 run. Skips (77) without a
+// device.
 #include <mujoco/mujoco.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "sim/cuda/sim_cuda.h"
 #include "sim/sim.h"
 #include "sim/sim_adjoint.h"
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
@@ -361,15 +363,16 @@ int main(void) {
   }
   // worst world's error relative to the block's magnitude. grad_chain is stiff: its float32 CPU gradients
   // already differ from float64 by up to 1e-2 (sim_grad32), and CUDA vs CPU measured 1.0e-3 on the H200
-  check("g1/g1.xml", 256, 0, 1e-4);
-  check("assets/test/grad_chain.xml", 256, 5e-4, 1e-2);
-  check("assets/test/grad_freebody.xml", 256, 0, 1e-4);
-  check_rows("g1/scene_flat.xml", 1024, 1e-5, 1e-1);  // the float32 CPU reference is single-threaded
-  check_rows("hopper/hopper.xml", 1024, 1e-5, 1e-1);
-  check_rows("assets/test/walker_planar.xml", 1024, 1e-5, 1e-1);
-  check_rows("assets/test/collision_free.xml", 256, 1e-5, 1e-1);
-  check_params("g1/scene_flat.xml", 1024, 0, 1e-5);
-  check_params("hopper/hopper.xml", 1024, 60, 1e-5);
-  check_params("assets/test/rest_stack.xml", 256, 20, 1e-5);
+  const int w256 = gpu_test_size(256, 32), w1024 = gpu_test_size(1024, 64);
+  check("g1/g1.xml", w256, 0, 1e-4);
+  check("assets/test/grad_chain.xml", w256, 5e-4, 1e-2);
+  check("assets/test/grad_freebody.xml", w256, 0, 1e-4);
+  check_rows("g1/scene_flat.xml", w1024, 1e-5, 1e-1);  // the float32 CPU reference is single-threaded
+  check_rows("hopper/hopper.xml", w1024, 1e-5, 1e-1);
+  check_rows("assets/test/walker_planar.xml", w1024, 1e-5, 1e-1);
+  check_rows("assets/test/collision_free.xml", w256, 1e-5, 1e-1);
+  check_params("g1/scene_flat.xml", w1024, 0, 1e-5);
+  check_params("hopper/hopper.xml", w1024, 60, 1e-5);
+  check_params("assets/test/rest_stack.xml", w256, 20, 1e-5);
   return test_report("sim_grad_cuda");
 }
