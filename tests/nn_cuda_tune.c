@@ -8,7 +8,8 @@
 // bits as the default mode.
 //   usage: nn_cuda_tune [TABLE]   TABLE absent: tuned here and saved there (then reloaded); present: loaded and
 //                                 frozen first, so two processes can compare their printed state hashes.
-// Skipped (77) without a CUDA device.
+// ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): batches of at most 1024 (the training steps at 1024, the capture at
+// 250) and 2 steps. Skipped (77) without a CUDA device.
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime.h>
 #include <string.h>
@@ -16,10 +17,9 @@
 
 #include "nn/nn.h"
 #include "nn/nn_cuda.h"
+#include "tests/gpu_test_size.h"
 #include "tests/nn_cuda_train.h"
 #include "tests/test.h"
-
-#define STEPS 3
 
 
 // (1) forward + backward of a tuned network against the CPU
@@ -131,18 +131,18 @@ int main(int argc, char** argv) {
   critic.in_dim = 286, critic.out_dim = 1;
   NnConfig wide_in = {.in_dim = 300, .out_dim = 5, .n_hidden = 2, .hidden = {64, 32}, .act = NN_ACT_TANH, .layer_norm = 1};
   // (1)
-  accuracy("tuned actor elu+layernorm", actor, 2048, 0, 1e-5);
+  accuracy("tuned actor elu+layernorm", actor, gpu_test_size(2048, 512), 0, 1e-5);
   accuracy("tuned critic elu+layernorm", critic, 300, 0, 1e-5);
   accuracy("tuned input wider than the hidden layers", wide_in, 513, 0, 1e-5);
-  accuracy("tuned actor, no split-K", actor, 1024, NN_CUDA_NO_SPLITK, 1e-5);
-  accuracy("tuned actor tf32 (loose tolerance)", actor, 2048, NN_CUDA_TF32, 2e-2);
+  accuracy("tuned actor, no split-K", actor, gpu_test_size(1024, 256), NN_CUDA_NO_SPLITK, 1e-5);
+  accuracy("tuned actor tf32 (loose tolerance)", actor, gpu_test_size(2048, 512), NN_CUDA_TF32, 2e-2);
   // (2)
-  const int B = 4096;
+  const int B = gpu_test_size(4096, 1024), steps = gpu_test_size(3, 2);
   int64_t np = nn_param_count(&actor);
   size_t ny = (size_t)B * actor.out_dim, nx = (size_t)B * actor.in_dim;
   Result r0[2];
   for (int tf = 0; tf < 2; tf++)
-    TEST_CHECK(train_steps(&actor, B, NN_CUDA_TUNE | (tf ? NN_CUDA_TF32 : 0), 0, STEPS, &r0[tf]) == 0, "first tuned run");
+    TEST_CHECK(train_steps(&actor, B, NN_CUDA_TUNE | (tf ? NN_CUDA_TF32 : 0), 0, steps, &r0[tf]) == 0, "first tuned run");
   int n_entries = nn_cuda_tune_count();
   if (!loaded) {
     TEST_CHECK(nn_cuda_tune_timed() > 0 && n_entries == nn_cuda_tune_timed(), "tuning recorded %d entries, timed %d",
@@ -160,9 +160,9 @@ int main(int argc, char** argv) {
   for (int tf = 0; tf < 2; tf++) {
     int fl = NN_CUDA_TUNE | (tf ? NN_CUDA_TF32 : 0);
     Result r1, r2, r3;
-    TEST_CHECK(train_steps(&actor, B, fl, 0, STEPS, &r1) == 0, "run 1");
-    TEST_CHECK(train_steps(&actor, B, fl, 0, STEPS, &r2) == 0, "run 2");
-    TEST_CHECK(train_steps(&actor, B, fl, 1, STEPS, &r3) == 0, "graph run");
+    TEST_CHECK(train_steps(&actor, B, fl, 0, steps, &r1) == 0, "run 1");
+    TEST_CHECK(train_steps(&actor, B, fl, 0, steps, &r2) == 0, "run 2");
+    TEST_CHECK(train_steps(&actor, B, fl, 1, steps, &r3) == 0, "graph run");
     same(tf ? "tf32: first run vs run 1 with the loaded table" : "fp32: first run vs run 1 with the loaded table", &r0[tf],
          &r1, np, ny, nx);
     same(tf ? "tf32: run 1 vs run 2" : "fp32: run 1 vs run 2", &r1, &r2, np, ny, nx);
@@ -176,8 +176,9 @@ int main(int argc, char** argv) {
              nn_cuda_tune_count());
   // (3) unfrozen, a batch no earlier step planned (the tuned create plans 4 B outside the capture)
   nn_cuda_tune_freeze(0);
-  capture_fallback(&actor, 1000, 0);
-  capture_fallback(&actor, 1000, NN_CUDA_TF32);
+  const int Bc = gpu_test_size(1000, 250);
+  capture_fallback(&actor, Bc, 0);
+  capture_fallback(&actor, Bc, NN_CUDA_TF32);
   nn_cuda_tune_last_error(err, sizeof err);
   TEST_CHECK(err[0] == 0, "tuning error reported: %s", err);
   if (!given) unlink(path);

@@ -2,12 +2,14 @@
 // normalizer against the float32 CPU reference; relative error ||gpu - cpu|| / ||cpu|| <= 1e-5 per tensor.
 // NN_CUDA_FUSE_OUT cases also run the same model without the flag: with an identity output layer the hidden rows
 // (and so, for the same dy, the input gradient and every parameter gradient) must be the same bits.
-// Skipped (77) without a CUDA device.
+// ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): batches over 512 cut to 512 (1000 to 500: still a partial block,
+// 512 still split over the batch). Skipped (77) without a CUDA device.
 #include <cuda_runtime.h>
 #include <string.h>
 
 #include "nn/nn.h"
 #include "nn/nn_cuda.h"
+#include "tests/gpu_test_size.h"
 #include "tests/nn_cuda_train.h"
 #include "tests/test.h"
 
@@ -161,37 +163,37 @@ int main(void) {
   NnConfig actor = {.in_dim = 160, .out_dim = 29, .n_hidden = 3, .hidden = {512, 256, 128}, .act = NN_ACT_ELU, .layer_norm = 1};
   NnConfig critic = actor;
   critic.in_dim = 286, critic.out_dim = 1;
-  mlp_case("actor elu+layernorm", actor, 2048, 1e-5);
+  mlp_case("actor elu+layernorm", actor, gpu_test_size(2048, 512), 1e-5);
   mlp_case("critic elu+layernorm", critic, 300, 1e-5);
   NnConfig odd = {.in_dim = 37, .out_dim = 5, .n_hidden = 2, .hidden = {45, 33}, .act = NN_ACT_SILU, .layer_norm = 0,
                   .out_act = NN_ACT_TANH, .out_scale = 1.5};
-  mlp_case("odd sizes silu, tanh out x1.5", odd, 1000, 1e-5);
+  mlp_case("odd sizes silu, tanh out x1.5", odd, gpu_test_size(1000, 500), 1e-5);
   odd.act = NN_ACT_TANH, odd.layer_norm = 1, odd.out_act = NN_ACT_NONE, odd.out_scale = 0;
   mlp_case("odd sizes tanh+layernorm", odd, 513, 1e-5);
   odd.act = NN_ACT_RELU, odd.hidden[0] = 1000;
-  mlp_case("relu+layernorm, width 1000", odd, 1024, 1e-5);
+  mlp_case("relu+layernorm, width 1000", odd, gpu_test_size(1024, 512), 1e-5);
   NnConfig wide = {.in_dim = 64, .out_dim = 40, .n_hidden = 2, .hidden = {1024, 256}, .act = NN_ACT_ELU, .layer_norm = 1};
   mlp_case("width 1024, 40 outputs (cuBLASLt out)", wide, 300, 1e-5);
   wide.layer_norm = 0, wide.act = NN_ACT_SILU, wide.out_dim = 7;
   mlp_case("width 1024 silu, no layernorm", wide, 1, 1e-5);
-  mlp_case("actor tf32 (loose tolerance)", actor, 2048, 2e-2);
+  mlp_case("actor tf32 (loose tolerance)", actor, gpu_test_size(2048, 512), 2e-2);
   g_flags = NN_CUDA_THIN;
-  mlp_case("actor, thin output kernels", actor, 2048, 1e-5);
+  mlp_case("actor, thin output kernels", actor, gpu_test_size(2048, 512), 1e-5);
   mlp_case("critic, thin output kernels", critic, 300, 1e-5);
   mlp_case("odd sizes, thin output kernels", odd, 1, 1e-5);
   g_flags = NN_CUDA_NO_VEC;
-  mlp_case("actor, scalar row kernels", actor, 2048, 1e-5);
+  mlp_case("actor, scalar row kernels", actor, gpu_test_size(2048, 512), 1e-5);
   // NN_CUDA_FUSE_OUT: output layer inside the last row kernel (32 rows per block: batches 300, 1000, 1 leave a
   // partial block); h = 128 vector rows, h = 96 / 33 and NO_VEC scalar rows, no LayerNorm with tanh x1.5 output
   g_flags = NN_CUDA_FUSE_OUT;
-  mlp_case("actor, fused output layer", actor, 2048, 1e-5);
+  mlp_case("actor, fused output layer", actor, gpu_test_size(2048, 512), 1e-5);
   mlp_case("critic, fused output layer", critic, 300, 1e-5);
   NnConfig f7 = {.in_dim = 50, .out_dim = 7, .n_hidden = 2, .hidden = {64, 96}, .act = NN_ACT_ELU, .layer_norm = 1};
-  mlp_case("out 7, in 96, fused", f7, 1000, 1e-5);
+  mlp_case("out 7, in 96, fused", f7, gpu_test_size(1000, 500), 1e-5);
   mlp_case("out 7, in 96, fused, batch 1", f7, 1, 1e-5);
   NnConfig f5 = {.in_dim = 37, .out_dim = 5, .n_hidden = 2, .hidden = {45, 33}, .act = NN_ACT_SILU, .layer_norm = 0,
                  .out_act = NN_ACT_TANH, .out_scale = 1.5};
-  mlp_case("in 33 silu, tanh out x1.5, fused", f5, 1000, 1e-5);
+  mlp_case("in 33 silu, tanh out x1.5, fused", f5, gpu_test_size(1000, 500), 1e-5);
   f5.out_act = NN_ACT_NONE, f5.out_scale = 0, f5.out_dim = 32, f5.hidden[1] = 512;
   mlp_case("out 32, in 512 silu, fused", f5, 77, 1e-5);
   mlp_case("width 1024 silu, 256 -> 7, fused", wide, 300, 1e-5);
@@ -199,10 +201,10 @@ int main(void) {
   mlp_case("out 40 (not fused: normal path)", nf, 300, 1e-5);
   nf.out_dim = 3, nf.hidden[1] = 1024;
   mlp_case("in 1024 (not fused: normal path)", nf, 300, 1e-5);
-  mlp_case("actor tf32, fused (loose tolerance)", actor, 2048, 2e-2);
+  mlp_case("actor tf32, fused (loose tolerance)", actor, gpu_test_size(2048, 512), 2e-2);
   mlp_case("critic tf32, fused (loose tolerance)", critic, 300, 2e-2);
   g_flags = NN_CUDA_FUSE_OUT | NN_CUDA_NO_VEC;
-  mlp_case("actor, scalar rows, fused", actor, 2048, 1e-5);
+  mlp_case("actor, scalar rows, fused", actor, gpu_test_size(2048, 512), 1e-5);
   g_flags = NN_CUDA_FUSE_OUT | NN_CUDA_THIN;
   mlp_case("critic, fused forward + thin backward", critic, 300, 1e-5);
   g_flags = 0;
