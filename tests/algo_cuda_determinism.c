@@ -8,7 +8,9 @@
 //   - `adjoint eval` (on the CPU) and `adjoint export` read the CUDA run's checkpoint;
 //   - the same for quad_stand's SHAC preset and PPO on quad_stand: per-world task state and a critic
 //     observation (env/task/*, env/critic_obs, the critic's normalizer */critic_obs_norm/*).
-// Skips (77) without a device. Usage: algo_cuda_determinism PATH/TO/adjoint
+// ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): runs of 2 iterations (stop at 1 + resume to 2) with 24-step episodes
+// (time-outs still inside the second rollout). Skips (77) without a device. Usage: algo_cuda_determinism
+// PATH/TO/adjoint
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,17 +20,20 @@
 #include "algo/ckpt.h"
 #include "sim/cuda/sim_cuda.h"
 #include "tests/cli_run.h"
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 
 static char out[1 << 16];
 static char report[1 << 15];
 
+// %d: env.episode_steps, then run.checkpoint_every (the iteration a run stops at before its resume)
 static const char* kShacArgs =
-    "env.num_envs=8 algo.horizon=16 env.episode_steps=40 shac.critic_minibatches=2 shac.critic_iterations=4 "
-    "policy.actor_hidden=[32,32] policy.critic_hidden=[32,32] run.checkpoint_every=2 --quiet";
+    "env.num_envs=8 algo.horizon=16 env.episode_steps=%d shac.critic_minibatches=2 shac.critic_iterations=4 "
+    "policy.actor_hidden=[32,32] policy.critic_hidden=[32,32] run.checkpoint_every=%d --quiet";
 static const char* kPpoArgs =
-    "env.num_envs=8 algo.horizon=16 env.episode_steps=40 ppo.minibatches=2 ppo.epochs=2 "
-    "policy.actor_hidden=[32,32] policy.critic_hidden=[32,32] run.checkpoint_every=2 --quiet";
+    "env.num_envs=8 algo.horizon=16 env.episode_steps=%d ppo.minibatches=2 ppo.epochs=2 "
+    "policy.actor_hidden=[32,32] policy.critic_hidden=[32,32] run.checkpoint_every=%d --quiet";
+static int iters = 4, stop = 2, episode = 40;  // the full size (ADJ_GPU_TEST_SMALL: 2, 1, 24)
 
 static int same(const char* a, const char* b, const char* label) {
   int d = ckpt_compare(a, b, report, sizeof(report));
@@ -44,33 +49,34 @@ static void first_line(const char* path, char* line, size_t n) {
   fclose(f);
 }
 
-static void run_preset(const char* adj, const char* dir, const char* cfg, const char* args, const char* tag) {
-  char p1[700], p2[700];
+static void run_preset(const char* adj, const char* dir, const char* cfg, const char* fmt, const char* tag) {
+  char p1[700], p2[700], args[1024];
   int rc;
+  snprintf(args, sizeof(args), fmt, episode, stop);
   for (int k = 0; k < 2; k++) {
-    rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations 4 --run-dir %s/%s%c", adj,
-                 cfg, args, dir, tag, 'a' + k);
+    rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%s%c", adj,
+                 cfg, args, iters, dir, tag, 'a' + k);
     TEST_CHECK(rc == 0, "%s run %c: exit %d\n%s", tag, 'a' + k, rc, out);
   }
-  for (int it = 2; it <= 4; it += 2) {
+  for (int it = stop; it <= iters; it += stop) {
     snprintf(p1, sizeof(p1), "%s/%sa/ckpt_%06d.h5", dir, tag, it);
     snprintf(p2, sizeof(p2), "%s/%sb/ckpt_%06d.h5", dir, tag, it);
     same(p1, p2, "two CUDA runs, one seed");
   }
-  rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations 2 --run-dir %s/%sc", adj, cfg,
-               args, dir, tag);
+  rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%sc", adj, cfg,
+               args, stop, dir, tag);
   TEST_CHECK(rc == 0, "%s run c: exit %d\n%s", tag, rc, out);
-  rc = cli_run(out, sizeof(out), "%s train --resume %s/%sc --max-iterations 4 --quiet", adj, dir, tag);
+  rc = cli_run(out, sizeof(out), "%s train --resume %s/%sc --max-iterations %d --quiet", adj, dir, tag, iters);
   TEST_CHECK(rc == 0, "%s resume c: exit %d\n%s", tag, rc, out);
-  snprintf(p1, sizeof(p1), "%s/%sa/ckpt_000004.h5", dir, tag);
-  snprintf(p2, sizeof(p2), "%s/%sc/ckpt_000004.h5", dir, tag);
+  snprintf(p1, sizeof(p1), "%s/%sa/ckpt_%06d.h5", dir, tag, iters);
+  snprintf(p2, sizeof(p2), "%s/%sc/ckpt_%06d.h5", dir, tag, iters);
   same(p1, p2, "CUDA stop + resume");
   // the CPU path of the same config: same datasets (names, dtypes, shapes), values differ; same metric columns
-  rc = cli_run(out, sizeof(out), "%s train %s %s --device cpu --seed 7 --max-iterations 2 --run-dir %s/%sd", adj, cfg,
-               args, dir, tag);
+  rc = cli_run(out, sizeof(out), "%s train %s %s --device cpu --seed 7 --max-iterations %d --run-dir %s/%sd", adj, cfg,
+               args, stop, dir, tag);
   TEST_CHECK(rc == 0, "%s cpu run d: exit %d\n%s", tag, rc, out);
-  snprintf(p1, sizeof(p1), "%s/%sa/ckpt_000002.h5", dir, tag);
-  snprintf(p2, sizeof(p2), "%s/%sd/ckpt_000002.h5", dir, tag);
+  snprintf(p1, sizeof(p1), "%s/%sa/ckpt_%06d.h5", dir, tag, stop);
+  snprintf(p2, sizeof(p2), "%s/%sd/ckpt_%06d.h5", dir, tag, stop);
   int d = ckpt_compare(p1, p2, report, sizeof(report));
   TEST_CHECK(d >= 0 && !strstr(report, "only in") && !strstr(report, "shape or type"),
              "%s: CUDA and CPU checkpoints differ in their datasets:\n%s", tag, report);
@@ -111,12 +117,13 @@ int main(int argc, char** argv) {
     printf("no CUDA device (refused with exit 2: %s): skipped\n", strtok(out, "\n"));
     return TEST_SKIP;
   }
+  if (gpu_test_small()) iters = 2, stop = 1, episode = 24;
   run_preset(adj, dir, "configs/cartpole_shac.yaml", kShacArgs, "s");
   run_preset(adj, dir, "configs/cartpole_nablamimic.yaml", kShacArgs, "n");
   run_preset(adj, dir, "configs/cartpole_ppo.yaml", kPpoArgs, "p");
   run_preset(adj, dir, "configs/quad_stand_shac.yaml", kShacArgs, "q");
   char qppo[1024];
-  snprintf(qppo, sizeof(qppo), "env.task=quad_stand %s", kPpoArgs);
+  snprintf(qppo, sizeof(qppo), "env.task=quad_stand %s", kPpoArgs);  // still a format for run_preset
   run_preset(adj, dir, "configs/cartpole_ppo.yaml", qppo, "qp");
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
   if (system(cmd)) return 1;

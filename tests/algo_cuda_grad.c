@@ -31,7 +31,8 @@
 // Last, the SHAC preset of quad_stand (free base, contacts): its per-world task state (recorded state blocks, the
 // state's cotangent carried through env_cuda_step_backward / env_cuda_pre_state_cotangent) and its critic
 // observation (the critic's own normalizer, the bootstrap through observe_critic_vjp) against shac.c's loops.
-// Skips (77) without a device.
+// ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): horizon 16 and 2 critic iterations in every preset (there each
+// preset's CPU run reaches a well-conditioned state within 3-7 iterations). Skips (77) without a device.
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@
 #include "sim/cuda/sim_cuda.h"
 
 static char msg[512];  // the algorithms' messages
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 
 // the CUDA comparison is made at a state where a 1e-7 relative perturbation moves the CPU's own gradients by less
@@ -190,6 +192,10 @@ static void check(const char* config, const char* override, const char* label) {
   char err[1024];
   TEST_CHECK(cfg_defaults(&c, err, sizeof(err)) == 0 && cfg_load_yaml(&c, config, err, sizeof(err)) == 0, "%s", err);
   if (override) TEST_CHECK(cfg_override(&c, override, err, sizeof(err)) == 0, "%s", err);
+  if (gpu_test_small())
+    TEST_CHECK(cfg_override(&c, "algo.horizon=16", err, sizeof(err)) == 0 &&
+                   cfg_override(&c, "shac.critic_iterations=2", err, sizeof(err)) == 0,
+               "%s", err);
   EnvBatch *ce = NULL, *ge = NULL;
   int N = (int)c.env_num_envs;
   TEST_CHECK(env_create(&ce, c.env_task, N, 0, (uint64_t)c.run_seed, err, sizeof(err)) == 0, "env: %s", err);

@@ -4,7 +4,9 @@
 // observed) and a critic observation (the critic and its own normalizer read it). The mean return of iterations
 // 26-30 must exceed that of iterations 1-5 by at least 15 (measured on the CPU at seed 1: about -0.5 -> +31),
 // with no non-finite gradient. Built twice: for the CPU, and with
-// ALGO_QS_CUDA for `--device cuda` (label gpu; skips with 77 without a device).
+// ALGO_QS_CUDA for `--device cuda` (label gpu; skips with 77 without a device). ADJ_GPU_TEST_SMALL
+// (tests/gpu_test_size.h): 12 iterations and a rise of at least 4 between iterations 1-5 and 8-12 (measured on the
+// CPU at seed 1: -0.5 -> +7.8).
 // Usage: algo_shac_quad_stand PATH/TO/adjoint
 #define _GNU_SOURCE
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "tests/cli_run.h"
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 #ifdef ALGO_QS_CUDA
 #include "sim/cuda/sim_cuda.h"
@@ -22,8 +25,7 @@
 #define DEVICE "cpu"
 #endif
 
-#define ITERS 30
-#define MARGIN 15.0
+#define MAX_ITERS 30
 
 static char out[1 << 16];
 
@@ -54,36 +56,40 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s PATH/TO/adjoint\n", argv[0]);
     return 2;
   }
+  int small = 0;  // ADJ_GPU_TEST_SMALL applies to the gpu build only: the CPU test keeps its size
 #ifdef ALGO_QS_CUDA
   if (simcuda_device_count() == 0) {
     printf("no CUDA device: skipped\n");
     return 77;
   }
+  small = gpu_test_small();
 #endif
+  const int iters = small ? 12 : MAX_ITERS;
+  const double margin = small ? 4.0 : 15.0;
   char dir[] = "/tmp/adj_qs_XXXXXX";
   TEST_CHECK(mkdtemp(dir) != NULL, "temp dir");
   int rc = cli_run(out, sizeof(out),
                    "%s train configs/quad_stand_shac.yaml --max-iterations %d --device "
                    "%s --quiet --run-dir %s/run",
-                   argv[1], ITERS, DEVICE, dir);
+                   argv[1], iters, DEVICE, dir);
   TEST_CHECK(rc == 0, "train exited %d:\n%s", rc, out);
   char path[256];
   snprintf(path, sizeof(path), "%s/run/metrics.csv", dir);
-  double ret[ITERS + 1], bad[ITERS + 1];
+  double ret[MAX_ITERS + 1], bad[MAX_ITERS + 1];
   int miss_r, miss_b;
-  int n = read_column(path, "return", ret, ITERS, &miss_r);
-  int nb = read_column(path, "nonfinite_grads", bad, ITERS, &miss_b);
-  TEST_CHECK(!miss_r && !miss_b && n == ITERS && nb == ITERS, "metrics.csv: %d rows of return, %d of nonfinite_grads",
+  int n = read_column(path, "return", ret, iters, &miss_r);
+  int nb = read_column(path, "nonfinite_grads", bad, iters, &miss_b);
+  TEST_CHECK(!miss_r && !miss_b && n == iters && nb == iters, "metrics.csv: %d rows of return, %d of nonfinite_grads",
              n, nb);
-  if (n == ITERS && nb == ITERS) {
+  if (n == iters && nb == iters) {
     double first = 0, last = 0, nonfinite = 0;
-    for (int i = 0; i < 5; i++) first += ret[i] / 5, last += ret[ITERS - 5 + i] / 5;
-    for (int i = 0; i < ITERS; i++) nonfinite += bad[i];
-    TEST_CHECK(isfinite(first) && isfinite(last) && last - first >= MARGIN,
-               "return: iterations 1-5 %.3f, %d-%d %.3f (want a rise >= %.0f)", first, ITERS - 4, ITERS, last,
-               MARGIN);
+    for (int i = 0; i < 5; i++) first += ret[i] / 5, last += ret[iters - 5 + i] / 5;
+    for (int i = 0; i < iters; i++) nonfinite += bad[i];
+    TEST_CHECK(isfinite(first) && isfinite(last) && last - first >= margin,
+               "return: iterations 1-5 %.3f, %d-%d %.3f (want a rise >= %.0f)", first, iters - 4, iters, last,
+               margin);
     TEST_CHECK(nonfinite == 0, "%g non-finite gradients", nonfinite);
-    printf("quad_stand SHAC (%s): mean return iterations 1-5 %.3f -> %d-%d %.3f\n", DEVICE, first, ITERS - 4, ITERS,
+    printf("quad_stand SHAC (%s): mean return iterations 1-5 %.3f -> %d-%d %.3f\n", DEVICE, first, iters - 4, iters,
            last);
   }
   char cmd[512];

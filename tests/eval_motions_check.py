@@ -18,6 +18,7 @@ checkpoints. Then `adjoint eval --motions DIR --save-trajectory` of the last one
     a CUDA build or device.
 With --gpu: only `--device cuda` against `--device cpu` on both clips (50 steps): the same falls, the values
 within 1e-3 (normalized return) and 1e-2 (MPKPE, drift) relative; 77 without a CUDA device or backend.
+ADJ_GPU_TEST_SMALL=1 (tests/gpu_test_size.h): 20 steps instead of 50.
 Skipped (77) without the clips or the G1 model.
 """
 import csv
@@ -89,10 +90,11 @@ def oracle(model, q, r):
 def gpu_vs_cpu(rd, clips, tmp):
     """--device cuda against --device cpu (the float32 engine on both; the GPU's sin/cos differ, so close, not equal)."""
     res = {}
+    steps = "20" if os.environ.get("ADJ_GPU_TEST_SMALL", "0") not in ("", "0") else "50"
     for dev in ("cuda", "cpu"):  # cuda first: skip early without a device
         o = os.path.join(tmp, dev)
         os.makedirs(o)
-        rc, out = run("eval", rd, "--motions", clips, "--max-steps", "50", "--device", dev, "--out", o)
+        rc, out = run("eval", rd, "--motions", clips, "--max-steps", steps, "--device", dev, "--out", o)
         if dev == "cuda" and rc == 2 and ("no CUDA device" in out or "no CUDA backend" in out):
             print("eval_motions_check --gpu: no CUDA device or backend: skipped")
             return 77

@@ -3,8 +3,8 @@
 // engine), 64 worlds on one LAFAN1 clip with forced failures (term_anchor_z = 0: every world terminates every
 // step, so the failing bins follow from the starts alone, whatever the physics' rounding) for four steps: the
 // failure counts, the EMA, the CDF and the top bin equal bit for bit, the entropy within 1e-12 (log differs
-// between the C library and CUDA), and every world's start (clip, frame) and reset stream agree. Skips (77)
-// without a device, the clip or the model.
+// between the C library and CUDA), and every world's start (clip, frame) and reset stream agree.
+// ADJ_GPU_TEST_SMALL (tests/gpu_test_size.h): 16 worlds. Skips (77) without a device, the clip or the model.
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,9 +14,9 @@
 #include "envs/env.h"
 #include "envs/env_cuda.h"
 #include "sim/cuda/sim_cuda.h"
+#include "tests/gpu_test_size.h"
 #include "tests/test.h"
 
-#define NW 64
 #define NA 29
 #define CLIP "lafan1_g1/walk1_subject1.csv.gz"
 #define PARAMS "motion=" CLIP ", term_anchor_z=0, adaptive_alpha=0.25"
@@ -42,9 +42,10 @@ int main(void) {
     printf("g1_sampler_cuda: %s or g1/scene_flat.xml not on the asset path: skipped\n", CLIP);
     return 77;
   }
+  const int nw = gpu_test_size(64, 16);
   EnvBatch *cpu = NULL, *gpu = NULL;
-  if (env_create_params(&cpu, "g1_tracking", PARAMS, NW, 0, 5, err, sizeof(err)) ||
-      env_create_params(&gpu, "g1_tracking", PARAMS, NW, 0, 5, err, sizeof(err))) {
+  if (env_create_params(&cpu, "g1_tracking", PARAMS, nw, 0, 5, err, sizeof(err)) ||
+      env_create_params(&gpu, "g1_tracking", PARAMS, nw, 0, 5, err, sizeof(err))) {
     fprintf(stderr, "g1_sampler_cuda: %s\n", err);
     return 1;
   }
@@ -53,10 +54,10 @@ int main(void) {
     fprintf(stderr, "g1_sampler_cuda: env_cuda_create: %s\n", err);
     return strstr(err, "not in the CUDA build") ? 77 : 1;  // ADJ_CUDA_TASKS without g1_tracking
   }
-  float* act = (float*)calloc(NW * NA, sizeof(float));
+  float* act = (float*)calloc(nw * NA, sizeof(float));
   float* dact = NULL;
-  if (cudaMalloc((void**)&dact, sizeof(float) * NW * NA) != cudaSuccess ||
-      cudaMemset(dact, 0, sizeof(float) * NW * NA) != cudaSuccess) {
+  if (cudaMalloc((void**)&dact, sizeof(float) * nw * NA) != cudaSuccess ||
+      cudaMemset(dact, 0, sizeof(float) * nw * NA) != cudaSuccess) {
     fprintf(stderr, "g1_sampler_cuda: cudaMalloc failed\n");
     return 1;
   }
@@ -68,8 +69,8 @@ int main(void) {
     TEST_CHECK(env_cuda_step(g, dact, NULL, 0) == 0, "step %d: %s", step, env_cuda_last_error(g));
     TEST_CHECK(env_cuda_download(g, gpu) == 0, "download: %s", env_cuda_last_error(g));
     int nterm = 0;
-    for (int w = 0; w < NW; w++) nterm += cpu->terminated[w];
-    TEST_CHECK(nterm == NW, "step %d: %d of %d CPU worlds terminated", step, nterm, NW);
+    for (int w = 0; w < nw; w++) nterm += cpu->terminated[w];
+    TEST_CHECK(nterm == nw, "step %d: %d of %d CPU worlds terminated", step, nterm, nw);
     TEST_CHECK(!memcmp(cpu->shared[kn], gpu->shared[kn], env_shared_bytes(cpu, kn)), "step %d: failure counts differ",
                step);
     TEST_CHECK(!memcmp(cpu->shared[kf], gpu->shared[kf], env_shared_bytes(cpu, kf)), "step %d: failure EMA differs",
@@ -84,8 +85,8 @@ int main(void) {
     TEST_CHECK(fabs(s1[0] - s2[0]) < 1e-12 && s1[1] == s2[1] && s1[2] == s2[2] && s1[3] == s2[3],
                "step %d: statistics cpu (%.15g %.15g %g %g), cuda (%.15g %.15g %g %g)", step, s1[0], s1[1], s1[2], s1[3],
                s2[0], s2[1], s2[2], s2[3]);
-    TEST_CHECK(!memcmp(cpu->state[sc], gpu->state[sc], 4 * NW) && !memcmp(cpu->state[sf], gpu->state[sf], 4 * NW) &&
-                   !memcmp(cpu->rng, gpu->rng, 8 * NW),
+    TEST_CHECK(!memcmp(cpu->state[sc], gpu->state[sc], 4 * nw) && !memcmp(cpu->state[sf], gpu->state[sf], 4 * nw) &&
+                   !memcmp(cpu->rng, gpu->rng, 8 * nw),
                "step %d: the worlds' starts or reset streams differ", step);
     printf("  step %d: %d failures, entropy cpu %.15f cuda %.15f, top p %.6g\n", step, nterm, s1[0], s2[0], s1[1]);
   }
