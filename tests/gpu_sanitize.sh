@@ -1,30 +1,35 @@
 #!/bin/bash
 # gpu_sanitize.sh [BUILD_DIR]: the GPU tests (ctest label gpu) under compute-sanitizer's memcheck and racecheck,
 # for a machine with an NVIDIA GPU and the CUDA toolkit. Each test executable runs once per tool; the sanitizer's
-# --error-exitcode makes any finding fail it. The sanitizers slow kernels 10-100x: TESTS (a ctest -R regex)
-# picks tests, TIMEOUT (seconds, default 1800) bounds each run, and a test's own world counts apply (the gpu
-# tests use tens to a few thousand worlds). Prints one line per test and tool; exits 1 if any failed.
+# --error-exitcode makes any finding fail it. The sanitizers slow kernels 10-100x, so the tests run at their
+# reduced size (ADJ_GPU_TEST_SMALL=1, tests/gpu_test_size.h; ADJ_GPU_TEST_SMALL=0 runs the full size): TESTS (a
+# ctest -R regex) picks tests, TIMEOUT (seconds, default 1800) bounds each run. Prints one line per test and tool
+# with its time; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/.."
 B=${1:-build}
 CS=${COMPUTE_SANITIZER:-compute-sanitizer}
 command -v "$CS" >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
 export ADJOINT_ASSETS=${ADJOINT_ASSETS:-}
+export ADJ_GPU_TEST_SMALL=${ADJ_GPU_TEST_SMALL:-1}
 fail=0
 # ctest -N -L gpu -V lists each test's command line
 tests=$(ctest --test-dir "$B" -N -V -L gpu ${TESTS:+-R "$TESTS"} | sed -nE 's/^[0-9]+: Test command: (.*)$/\1/p')
 [ -n "$tests" ] || { echo "gpu_sanitize: no gpu tests in $B (configure with CUDA)"; exit 1; }
 while IFS= read -r cmd; do
   name=$(basename "${cmd%% *}" | tr -d '"')
+  case $name in python*) name=$(set -- $cmd; basename "$(echo "$2" | tr -d '"')" .py) ;; esac  # the script, not python
   for tool in memcheck racecheck; do
     log=$B/gpu_sanitize_${name}_$tool.log
+    t0=$SECONDS
     # ctest prints the command with its arguments quoted: eval keeps them as ctest runs them
     eval "timeout \"\${TIMEOUT:-1800}\" \"\$CS\" --tool $tool --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
     rc=$?
+    t=$((SECONDS - t0))
     case $rc in
-      0) echo "PASS  $tool $name" ;;
+      0) echo "PASS  $tool $name (${t} s)" ;;
       77) echo "SKIP  $tool $name (no device)" ;;
-      *) echo "FAIL  $tool $name (exit $rc, $log)"; fail=1 ;;
+      *) echo "FAIL  $tool $name (exit $rc, ${t} s, $log)"; fail=1 ;;
     esac
   done
 done <<<"$tests"
