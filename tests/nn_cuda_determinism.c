@@ -37,7 +37,8 @@ int main(void) {
       {0, b4k, NN_CUDA_THIN, " thin"},
       {0, b4k, NN_CUDA_FUSE_OUT, " fuse_out"},
       {1, b4k, NN_CUDA_FUSE_OUT, " fuse_out"},
-      {0, b4k + 4, NN_CUDA_FUSE_OUT, " fuse_out"},  // 4100 = 128 x 32 + 4: a partial block in the fused kernel
+      {0, b4k + 4, NN_CUDA_FUSE_OUT, " fuse_out"},  // 4100 = 128 x 32 + 4 (516 = 16 x 32 + 4): a partial block
+                                                    // in the fused kernel
   };
   for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
     int tf = cases[k].tf, B = cases[k].B;
