@@ -218,13 +218,26 @@ SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
   }
   SIM_SYNC();
 
-  // contact addresses in pair order; the later pairs beyond capacity are dropped
+  // contact addresses in pair order (an exclusive prefix sum over the pairs); the later pairs beyond capacity
+  // are dropped. Each lane sums one contiguous chunk of pairs and parks the sum at its chunk's first address;
+  // every lane then adds the chunk sums before its own and writes its chunk's addresses.
+  int npair = m->npair, chunk = (npair + nlane - 1) / nlane;
+  int p0 = lane * chunk, p1 = SIM_MIN(npair, p0 + chunk), own = 0;
+  for (int p = p0; p < p1; p++) own += d->col_pair_ncon[p];
+  if (p0 < npair) d->col_pair_adr[p0] = own;
+  SIM_SYNC();
+  int base = 0, total = 0;
+  for (int q = 0; q * chunk < npair; q++) {
+    int s = d->col_pair_adr[q * chunk];
+    if (q < lane) base += s;
+    total += s;
+  }
+  SIM_SYNC();  // every lane has read the chunk sums
+  for (int p = p0; p < p1; p++) {
+    d->col_pair_adr[p] = base;
+    base += d->col_pair_ncon[p];
+  }
   if (lane == 0) {
-    int total = 0;
-    for (int p = 0; p < m->npair; p++) {
-      d->col_pair_adr[p] = total;
-      total += d->col_pair_ncon[p];
-    }
     int ncon = total < m->nconmax ? total : m->nconmax;
     d->ncon[0] = ncon;
     d->ncon_overflow[0] += total - ncon;

@@ -80,11 +80,11 @@ SIM_FN int sim_dof_nlevel(const SimModel* m) {
   return n;
 }
 
-// x <- (L'DL)^-1 x (mj_solveLD, one vector), by dof depths, dofs of one depth across lanes (a sync per depth).
-// L' x: each dof subtracts its descendants' terms, the deepest depth first and within a depth descending in id
-// (MuJoCo's sweep runs descending in id: the same terms, summed in another order where the tree branches).
-// The lanes gather (dof j owned by lane j % nlane), one lane runs the same order as a scatter. The diagonal
-// and L x (each row's ancestors, ascending, then subtracted: MuJoCo's order) follow.
+// x <- (L'DL)^-1 x (mj_solveLD, one vector), by dof depths. L' x: each dof scatters its terms into its ancestors,
+// the deepest depth first and within a depth descending in id (MuJoCo's sweep runs descending in id: the same
+// terms, subtracted in another order where the tree branches); a dof's ancestors across lanes, a sync after
+// each dof (two dofs of one depth share ancestors). The diagonal and L x (each row's ancestors, ascending, then
+// subtracted: MuJoCo's order) follow, the dofs of one depth across lanes.
 SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv, int lane,
                         int nlane) {
   const int* rownnz = m->M_rownnz;
@@ -94,30 +94,14 @@ SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, con
   SIM_SYNC();  // x complete
   for (int l = nlev - 1; l >= 1; l--) {
     int ladr = m->dof_level_adr[l], num = m->dof_level_num[l];
-    if (nlane == 1) {
-      for (int q = num - 1; q >= 0; q--) {
-        int i = m->dof_level_dof[ladr + q];
-        sim_real xi = x[i];
-        if (xi == 0) continue;
-        int start = rowadr[i], end = start + rownnz[i] - 1;
-        for (int adr = start; adr < end; adr++) x[colind[adr]] -= qLD[adr] * xi;
-      }
-      continue;
+    for (int q = num - 1; q >= 0; q--) {
+      int i = m->dof_level_dof[ladr + q];
+      sim_real xi = x[i];
+      if (xi == 0) continue;
+      int start = rowadr[i], end = start + rownnz[i] - 1;
+      for (int adr = start + lane; adr < end; adr += nlane) x[colind[adr]] -= qLD[adr] * xi;
+      SIM_SYNC();
     }
-    for (int j = lane; j < nv; j += nlane) {
-      if (m->dof_depth[j] >= l) continue;
-      sim_real xj = x[j];
-      for (int q = num - 1; q >= 0; q--) {
-        int i = m->dof_level_dof[ladr + q];
-        if (i <= j) continue;  // sim_M_find: -1 unless j is i's (stored) ancestor, in steps of depth
-        sim_real xi = x[i];
-        if (xi == 0) continue;
-        int e = sim_M_find(m, i, j);
-        if (e >= 0) xj -= qLD[e] * xi;
-      }
-      x[j] = xj;
-    }
-    SIM_SYNC();
   }
   for (int i = lane; i < nv; i += nlane) x[i] *= diaginv[i];
   SIM_SYNC();

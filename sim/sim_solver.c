@@ -548,46 +548,46 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
 
 // L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), right-looking: once column j is final
 // (its diagonal, then its rows scaled), every entry (i, k) of the trailing triangle, j < k <= i, subtracts
-// L(i, j) L(k, j), entries across lanes. Each entry thus subtracts its terms in ascending j, as the dot of the
-// left-looking form does: the same factor bit for bit, with the work of a column spread over all lanes.
+// L(i, j) L(k, j). Each entry thus subtracts its terms in ascending j, as the dot of the left-looking form does.
+// Lanes own columns: a lane keeps its L(k, j) and walks the rows, so L(i, j) is one value for the warp and the
+// lanes touch consecutive entries of a row. The final column j is also written transposed into row j's upper
+// part (U(j, i) = L(i, j), i > j), where sim_chol_solve's forward substitution reads it along a row.
 SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
-  for (int e = lane; e < n * n; e += nlane) L[e] = e % n <= e / n ? H[e] : 0;
+  for (int i = 0; i < n; i++)
+    for (int k = lane; k <= i; k += nlane) L[i * n + k] = H[i * n + k];
   SIM_SYNC();
   for (int j = 0; j < n; j++) {
     sim_real tmp = L[j * (n + 1)];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
     sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-    for (int i = j + 1 + lane; i < n; i += nlane) L[i * n + j] = deficient ? 0 : L[i * n + j] * inv;
+    for (int i = j + 1 + lane; i < n; i += nlane) {
+      sim_real v = deficient ? 0 : L[i * n + j] * inv;
+      L[i * n + j] = v;
+      L[j * n + i] = v;
+    }
     SIM_SYNC();  // column j final below the diagonal; every lane has read L(j, j)
     if (lane == 0) L[j * (n + 1)] = diag;
-    if (nlane == 1) {  // one lane: the same updates in plain loops
-      for (int i = j + 1; i < n; i++)
-        for (int k = j + 1; k <= i; k++) L[i * n + k] -= L[i * n + j] * L[k * n + j];
-      continue;  // no other lane to wait for
-    }
-    // trailing triangle of size t = n - 1 - j, entry e at row r, column c (c <= r), rows of it in order
-    int t = n - 1 - j, r = 0, c = lane;
-    while (r < t && c > r) c -= ++r;
-    while (r < t) {
-      int i = j + 1 + r, k = j + 1 + c;
-      L[i * n + k] -= L[i * n + j] * L[k * n + j];
-      c += nlane;
-      while (r < t && c > r) c -= ++r;
+    for (int k0 = j + 1; k0 < n; k0 += nlane) {
+      int k = k0 + lane;
+      sim_real lkj = k < n ? L[j * n + k] : 0;  // L(k, j), from row j's transposed copy
+      for (int i = k0; i < n; i++) {
+        sim_real lij = L[j * n + i];
+        if (k <= i) L[i * n + k] -= lij * lkj;
+      }
     }
     SIM_SYNC();
   }
 }
 
-// H (entries across lanes), then L = chol(H)
+// H (row by row, a row's entries across lanes: each sim_hessian_entry then walks the same rows for every lane),
+// then L = chol(H)
 SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n;
-  for (int e = lane; e < n * n; e += nlane) {
-    int a = e / n, b = e % n;
-    if (b <= a) d->sol_H[e] = sim_hessian_entry(m, d, c, a, b);
-  }
+  for (int a = 0; a < n; a++)
+    for (int b = lane; b <= a; b += nlane) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, a, b);
   SIM_SYNC();
   sim_chol_factor(d, n, lane, nlane);
 }
@@ -611,46 +611,44 @@ SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx*
   SIM_SYNC();
   int nchg = d->sol_flag[0];
   if (nchg == 0) return;
-  for (int e = lane; e < n * n; e += nlane) {
-    int a = e / n, b = e % n;
-    if (b > a) continue;
-    int ja = c->dofs[a], jb = c->dofs[b], hit = 0;
-    for (int k = 0; k < nchg && !hit; k++) {
-      const sim_real* J = d->efc_J + (size_t)chg[k] * nv;
-      hit = J[ja] != 0 && J[jb] != 0;
+  for (int a = 0; a < n; a++) {
+    int ja = c->dofs[a];
+    for (int b = lane; b <= a; b += nlane) {
+      int jb = c->dofs[b], hit = 0;
+      for (int k = 0; k < nchg && !hit; k++) {
+        const sim_real* J = d->efc_J + (size_t)chg[k] * nv;
+        hit = J[ja] != 0 && J[jb] != 0;
+      }
+      if (hit) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, a, b);
     }
-    if (hit) d->sol_H[e] = sim_hessian_entry(m, d, c, a, b);
   }
   SIM_SYNC();
   sim_chol_factor(d, n, lane, nlane);
 }
 
-// first index >= start that lane owns (index i belongs to lane i % nlane)
-SIM_FN int sim_lane_first(int start, int lane, int nlane) {
-  return start + ((lane - start % nlane) % nlane + nlane) % nlane;
-}
-
-// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: res[i] belongs
-// to lane i % nlane; once res[k] is final every lane subtracts its column from the entries it owns. The
-// forward solve subtracts in MuJoCo's order (ascending k), the backward one in descending order.
+// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: once res[k] is
+// final every lane subtracts its multiple from the entries it holds, lane l the entries k + 1 + l, k + 1 + l +
+// nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
+// Lane 0 thus holds the next entry to finish and divides it without waiting. The forward solve subtracts in
+// MuJoCo's order (ascending k), the backward one in descending order.
 SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
   const sim_real* L = d->sol_L;
   sim_real* res = d->sol_cholupd;  // island-local scratch
   for (int i = lane; i < n; i += nlane) res[i] = d->sol_grad[dofs[i]];
+  SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (k % nlane == lane) res[k] = res[k] / L[k * (n + 1)];
+    if (lane == 0) res[k] = res[k] / L[k * (n + 1)];
     SIM_SYNC();
     sim_real x = res[k];
-    for (int i = sim_lane_first(k + 1, lane, nlane); i < n; i += nlane) res[i] -= L[i * n + k] * x;
+    for (int i = k + 1 + lane; i < n; i += nlane) res[i] -= L[k * n + i] * x;
   }
-  SIM_SYNC();  // every lane has read res[n - 1]
   for (int j = n - 1; j >= 0; j--) {
-    if (j % nlane == lane) res[j] /= L[j * (n + 1)];
+    if (lane == 0) res[j] /= L[j * (n + 1)];
     SIM_SYNC();
     sim_real x = res[j];
-    for (int i = lane; i < j; i += nlane) res[i] -= L[j * n + i] * x;
+    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[i] -= L[j * n + i] * x;
   }
   for (int i = lane; i < n; i += nlane) d->sol_Mgrad[dofs[i]] = res[i];
   SIM_SYNC();
