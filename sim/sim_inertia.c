@@ -33,7 +33,11 @@ SIM_FN void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
 }
 
 // in-place L'DL factorization of a matrix in M's CSR layout (mj_factorI). Rows are processed from the
-// last; the updates of different ancestor rows are independent and run across lanes.
+// last. Row k's update changes each entry (p, e) of its ancestors' rows once: the ancestor at position p of row
+// k (row colind[start + p], whose stored entries are row k's first p + 1) gains mat[start + e] * scl_p, e <= p.
+// One lane runs MuJoCo's loops; several lanes take the triangle of (p, e) entries in turn, so a deep row's
+// update is a few passes instead of one lane per ancestor walking its whole row. Every entry gets the same
+// single operation either way: the same bits.
 SIM_FN void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int lane, int nlane) {
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
@@ -44,11 +48,22 @@ SIM_FN void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int
     int end = start + diag;
     sim_real invD = 1 / mat[end];
     if (lane == 0) diaginv[k] = invD;
-    for (int adr = end - 1 - lane; adr >= start; adr -= nlane) {
-      int i = colind[adr];
-      sim_real scl = -mat[adr] * invD;
-      sim_real* row = mat + rowadr[i];
-      for (int e = 0; e < rownnz[i]; e++) row[e] += mat[start + e] * scl;
+    if (nlane == 1) {
+      for (int adr = end - 1; adr >= start; adr--) {
+        int i = colind[adr];
+        sim_real scl = -mat[adr] * invD;
+        sim_real* row = mat + rowadr[i];
+        for (int e = 0; e < rownnz[i]; e++) row[e] += mat[start + e] * scl;
+      }
+    } else {
+      int npair = diag * (diag + 1) / 2;
+      for (int t = lane; t < npair; t += nlane) {
+        int p = (int)((sqrtf((float)(8 * t + 1)) - 1) / 2);  // t = p (p + 1) / 2 + e, 0 <= e <= p
+        while (p * (p + 1) / 2 > t) p--;
+        while ((p + 1) * (p + 2) / 2 <= t) p++;
+        int e = t - p * (p + 1) / 2, i = colind[start + p];
+        if (e < rownnz[i]) mat[rowadr[i] + e] += mat[start + e] * (-mat[start + p] * invD);
+      }
     }
     SIM_SYNC();
     for (int e = lane; e < diag; e += nlane) mat[start + e] *= invD;
