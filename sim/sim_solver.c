@@ -644,6 +644,7 @@ SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
     sim_real x = res[k];
     for (int i = k + 1 + lane; i < n; i += nlane) res[i] -= L[k * n + i] * x;
   }
+  SIM_SYNC();  // every lane has read res[n - 1] before lane 0 divides it again
   for (int j = n - 1; j >= 0; j--) {
     if (lane == 0) res[j] /= L[j * (n + 1)];
     SIM_SYNC();
