@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-FN_START = re.compile(r"^(SIM_FN|SIMC_FN|__global__|static|SIM_FN_\w+)\b")
+FN_START = re.compile(r"^(SIM_FN|__global__|static)\b")
 FN_NAME = re.compile(r"\b(\w+)\s*\(")
 
 
