@@ -391,6 +391,7 @@ int sim_data_create(const SimModel* m, int nworld, SimData** out) {
   d->buffer = buf;
   d->nbuffer = total;
   d->nworld = nworld;
+  sim_world_strides(m, d->world_stride);
   sim_reset(m, d, -1, -1);
   if (m->prm) sim_param_reset(m, d, -1);
   *out = d;

@@ -10,6 +10,8 @@
 #ifndef ADJ_SIM_MODEL_H
 #define ADJ_SIM_MODEL_H
 
+#include <string.h>
+
 #include "sim_port.h"
 #include "sim_collision.h"
 #include "sim_constraint.h"
@@ -327,6 +329,14 @@ typedef struct SIM_SFX(SimModel) {
   int on_device;      // arrays point into device memory
 } SIM_SFX(SimModel);
 
+// number of per-world data fields
+enum {
+  SIM_NDATA = 0
+#define X(type, name, count, width) +1
+  SIM_DATA_FIELDS
+#undef X
+};
+
 typedef struct SIM_SFX(SimData) {
   int nworld;
 #define X(type, name, count, width) type* name;
@@ -335,6 +345,7 @@ typedef struct SIM_SFX(SimData) {
   void* buffer;
   size_t nbuffer;
   int on_device;
+  size_t world_stride[SIM_NDATA];  // bytes per world of each field, in table order (sim_world)
 } SIM_SFX(SimData);
 
 // one world's view of SimData: same field names, pointers offset to world w
@@ -348,8 +359,36 @@ typedef struct SIM_SFX(SimWorld) {
 #define SimData SIM_SFX(SimData)
 #define SimWorld SIM_SFX(SimWorld)
 
+// Both are a run of SIM_NDATA pointers in table order (SimData's from qpos), so a view is one loop over the
+// fields, lanes striding it. Written field by field, the ~180 independent loads and stores let the GPU
+// compiler hoist every load: a kernel's prologue alone then needed ~230 registers, the stages 40-170.
+#ifdef __cplusplus
+static_assert(sizeof(SimWorld) == SIM_NDATA * sizeof(void*), "SimWorld is a run of pointers");
+static_assert(offsetof(SimData, buffer) - offsetof(SimData, qpos) == SIM_NDATA * sizeof(void*), "SimData's run");
+#else
+_Static_assert(sizeof(SimWorld) == SIM_NDATA * sizeof(void*), "SimWorld is a run of pointers");
+_Static_assert(offsetof(SimData, buffer) - offsetof(SimData, qpos) == SIM_NDATA * sizeof(void*), "SimData's run");
+#endif
+SIM_FN void sim_world_lanes(const SimData* d, int w, SimWorld* out, int lane, int nlane) {
+  const char* src = (const char*)d + offsetof(SimData, qpos);
+  char* dst = (char*)out;
+  for (int f = lane; f < SIM_NDATA; f += nlane) {
+    char* p;
+    memcpy(&p, src + f * sizeof(char*), sizeof p);
+    p += (size_t)w * d->world_stride[f];
+    memcpy(dst + f * sizeof(char*), &p, sizeof p);
+  }
+}
+
 SIM_FN void sim_world(const SimModel* m, const SimData* d, int w, SimWorld* out) {
-#define X(type, name, count, width) out->name = d->name + (size_t)w * (size_t)m->count * (width);
+  (void)m;
+  sim_world_lanes(d, w, out, 0, 1);
+}
+
+// world_stride for a model's sizes (sim_data_create and the device copies)
+SIM_FN void sim_world_strides(const SimModel* m, size_t* stride) {
+  int f = 0;
+#define X(type, name, count, width) stride[f++] = sizeof(type) * (size_t)m->count * (width);
   SIM_DATA_FIELDS
 #undef X
 }

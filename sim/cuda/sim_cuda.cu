@@ -70,6 +70,7 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
   SIM_DATA_FIELDS
 #undef X
   g->hd.nworld = nworld;
+  sim_world_strides(m, g->hd.world_stride);
   g->hd.buffer = g->data_buf;
   g->hd.nbuffer = total;
   g->hd.on_device = 1;

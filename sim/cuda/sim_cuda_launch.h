@@ -11,8 +11,8 @@
 #define SIMCUDA_WPB 4
 
 // A kernel's prologue: SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in
-// shared memory, one per warp, written by lane 0. As a local variable it lived in every lane's stack (32 copies
-// of one table per world, local memory that crowds L1).
+// shared memory, one per warp, written by the lanes together. As a local variable it lived in every lane's
+// stack (32 copies of one table per world, local memory that crowds L1).
 // SIMCUDA_MIN_BLOCKS: __launch_bounds__'s minimum resident blocks per SM. 1 leaves ptxas all 255 registers (8
 // warps per SM); 4 caps them at 128 for 16 warps per SM, at the price of spills.
 #ifndef SIMCUDA_MIN_BLOCKS
@@ -22,7 +22,7 @@
 #define SIMCUDA_VIEW(m, d, w)                               \
   __shared__ SimWorld simcuda_view_[SIMCUDA_WPB];           \
   SimWorld* wd = &simcuda_view_[threadIdx.x / 32];          \
-  if ((threadIdx.x & 31) == 0) sim_world((m), (d), (w), wd); \
+  sim_world_lanes((d), (w), wd, threadIdx.x & 31, 32);      \
   __syncwarp()
 
 static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + SIMCUDA_WPB - 1) / SIMCUDA_WPB); }
