@@ -22,7 +22,7 @@ SIM_FN sim_real sim_ctrl_clamped(const SimModel* m, const SimWorld* d, int a, in
 }
 
 // actuator_force and qfrc_actuator
-SIM_FN void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nu = m->nu;
   if (nu == 0 || (m->disableflags & SIM_DSBL_ACTUATION)) {
     for (int a = lane; a < nu; a += nlane) d->actuator_force[a] = 0;
@@ -64,7 +64,7 @@ SIM_FN void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nlane) {
 }
 
 // qfrc_smooth = passive - bias + applied + actuator
-SIM_FN void sim_qfrc_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_qfrc_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int i = lane; i < m->nv; i += nlane) {
     d->qfrc_smooth[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + d->qfrc_applied[i] + d->qfrc_actuator[i];
     d->qacc_smooth[i] = d->qfrc_smooth[i];

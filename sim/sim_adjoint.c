@@ -73,7 +73,7 @@ SIM_FN void sim_adj_load(const SimModel* m, SimWorld* d, int k, int lane, int nl
 // the integrator of a recorded Euler / implicitfast substep). Each contact keeps its narrow-phase slot, so
 // the backward's mj_setContact (simc_set_contact) rebuilds it bit for bit; the solver's final row forces and
 // states are sim_row_update of its last J qacc - aref, so that one number per row restores them.
-SIM_FN void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   int ncon = d->ncon[0], nefc = d->nefc[0];
   sim_real* con = d->tape_con + (size_t)k * m->nconmax * 10;
   int* id = d->tape_con_id + (size_t)k * m->nconmax * 2;
@@ -95,7 +95,7 @@ SIM_FN void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, int lan
 // the forward of tape entry k (its inputs loaded) without broadphase, narrow phase or Newton iterations:
 // the smooth stages, the taped contacts, their rows, and the converged solution with its row forces and
 // states, as the solver adjoint and the integrator read them
-SIM_FN void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   for (int s = SIM_STAGE_KINEMATICS; s < SIM_STAGE_CONSTRAINT; s++) {
     if (s != SIM_STAGE_COLLISION) {
       sim_stage_world(m, d, s, lane, nlane);
@@ -121,14 +121,14 @@ SIM_FN void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lan
 }
 
 // backward of one evaluation at the current forward state: adj_qacc -> adj_dq, adj_dv, adj_du (added)
-SIM_FN void sim_adj_eval(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_eval(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_adj_solver(m, d, lane, nlane);
   sim_adj_smooth(m, d, d->adj_flags, lane, nlane);
 }
 
 // Euler / implicitfast substep backward at tape entry k. In: adj_qpos, adj_qvel (of the substep's output).
 // Out: adj_qpos, adj_qvel of its input; adj_ctrl += ctrl cotangent.
-SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   sim_real h = m->timestep;
   int nv = m->nv;
   sim_adj_load(m, d, k, lane, nlane);
@@ -182,7 +182,7 @@ SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k
 }
 
 // RK4 substep backward (one adjoint per stage), same contract
-SIM_FN void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   const sim_real A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
   const sim_real B[4] = {(sim_real)(1.0 / 6.0), (sim_real)(1.0 / 3.0), (sim_real)(1.0 / 3.0), (sim_real)(1.0 / 6.0)};
   sim_real h = m->timestep;

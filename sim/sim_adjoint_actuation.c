@@ -52,7 +52,7 @@ SIM_FN void sim_adj_flags_state(const SimModel* m, const sim_real* qpos, const s
 
 // actuation VJP (qfrc_actuator cotangent qbar, (nv)) with frozen flags (nu): -> adj_du, adj_actuator_length,
 // adj_actuator_velocity. Actuators across lanes (each writes its own entries).
-SIM_FN void sim_adj_actuation(const SimModel* m, SimWorld* d, const sim_real* qbar, const int* flags, int lane,
+SIM_FN_STAGE void sim_adj_actuation(const SimModel* m, SimWorld* d, const sim_real* qbar, const int* flags, int lane,
                               int nlane) {
   if (m->nu > 0 && !(m->disableflags & SIM_DSBL_ACTUATION)) {
     for (int a = lane; a < m->nu; a += nlane) {

@@ -201,7 +201,7 @@ SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int 
 
 // contact rows: geometry pass per contact (lanes), then gathers per geom, per root body and per dof, each in
 // contact order
-SIM_FN void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int ncon = SIM_MIN(d->ncon[0], m->nconmax);
   if (ncon == 0) return;
   int* conrow = d->adj_map + m->nv + m->nefcmax;
@@ -266,7 +266,7 @@ SIM_FN void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lam
 //   out (added to): adj_qfrc_smooth (lambda), adj_M, adj_dv (row velocities), adj_dq (limit rows),
 //        adj_ten_length (tendon limits), adj_cdof, adj_subtree_com, adj_geom_xpos, adj_geom_xmat (contacts):
 //        consumed by the smooth backward that follows.
-SIM_FN void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   sim_real* lambda = d->adj_tmp;
   if (nefc == 0) {  // H = M: reuse the forward's LDL' factor

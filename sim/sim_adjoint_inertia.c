@@ -36,7 +36,7 @@ SIM_FN void simu_adj_mulInertVec(sim_real ibar[10], const sim_real ubar[6], cons
 // crb VJP: adj_M -> adj_cdof, adj_crb -> adj_cinert (accumulated). M(i,j) = cdof_j' buf_i with
 // buf_i = crb_body(i) cdof_i, j ancestor-or-self of i. Lane-parallel in three gathers (no shared writes):
 // rows i (buf, buf-bar), columns j (cdof_j-bar from the rows below j), bodies (crb-bar from their dofs).
-SIM_FN void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* crbbar = d->adj_crb;
   sim_real* buf = d->adj_buf6;              // (nv, 6)
   sim_real* bufbar = d->adj_buf6 + 6 * m->nv;  // (nv, 6)

@@ -70,7 +70,7 @@ SIM_FN sim_real sim_adj_pattern_quad(const SimModel* m, const int* dofs, const s
 }
 
 // theta-bar += h d_theta[y' qDeriv a] (implicitfast's D: actuators via raw ctrl, dof and tendon dampers via v)
-SIM_FN void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flags, const sim_real* y, const sim_real* a,
+SIM_FN_STAGE void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flags, const sim_real* y, const sim_real* a,
                            int lane) {
   if (lane == 0) {
     sim_real h = m->timestep;

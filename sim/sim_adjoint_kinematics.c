@@ -89,7 +89,7 @@ SIM_FN void simu_adj_point_wrench(sim_real W[6], const sim_real x[3], const sim_
 }
 
 // kinematics VJP: adj_xpos/xmat/xipos/ximat/xanchor/xaxis/geom_x* -> adj_dq (accumulated, tangent)
-SIM_FN void sim_adj_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* W = d->adj_wrench;  // (nbody, 6)
   // own contributions of each body (independent across bodies); body_ipos hook: xipos = xpos + xmat ipos
   for (int b = 1 + lane; b < m->nbody; b += nlane) {
@@ -166,7 +166,7 @@ SIM_FN void simu_adj_inertCom(const sim_real rbar[10], const sim_real inert[3], 
 // comPos VJP: adj_cinert, adj_cdof, adj_subtree_com -> adj_ximat, adj_xipos, adj_xmat, adj_xaxis, adj_xanchor
 // (accumulated) through subtree_com; body_mass hook. Lane-parallel: per body (its joints' cdof and its
 // cinert), then per root (gather of the subtree_com cotangents), then down the tree level by level.
-SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nbody = m->nbody;
   const sim_real* mass = sim_prm_mass(m, d);           // (nbody) the world's masses (as the forward)
   const sim_real* stmass = sim_prm_subtreemass(m, d);  // (nbody) their subtree sums
@@ -254,7 +254,7 @@ SIM_FN void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) 
 }
 
 // lengths VJP: adj_actuator_length, adj_ten_length -> adj_dq (hinge/slide dofs only)
-SIM_FN void sim_adj_tendon_transmission(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_tendon_transmission(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) {
     for (int a = 0; a < m->nu; a++) {
       int id = m->actuator_trnid[a];

@@ -45,7 +45,7 @@ SIM_FN void simu_adj_crossForce(sim_real* velbar, sim_real* fbar, const sim_real
 }
 
 // ten_velocity = ten_J qvel, actuator_velocity = moment qvel -> adj_dv
-SIM_FN void sim_adj_tendon_actuator_velocity(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_tendon_actuator_velocity(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) {
     for (int t = 0; t < m->ntendon; t++) {
       int adr = m->tendon_adr[t], num = m->tendon_num[t];
@@ -84,7 +84,7 @@ SIM_FN void sim_adj_cvelpre_body(const SimModel* m, SimWorld* d, int i) {
 }
 
 // comVel VJP: adj_cvel, adj_cdof_dot -> adj_cdof, adj_dv (accumulated). adj_cvel is consumed.
-SIM_FN void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
     for (int k = lane; k < num; k += nlane) sim_adj_cvelpre_body(m, d, m->level_body[adr + k]);
@@ -132,7 +132,7 @@ SIM_FN void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) 
 
 // rne VJP (qfrc_bias cotangent bbar, (nv)): -> adj_cdof, adj_cdof_dot, adj_cinert, adj_cvel, adj_dv.
 // Needs the forward's scratch_body6 (cacc, accumulated cfrc) intact.
-SIM_FN void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bbar, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bbar, int lane, int nlane) {
   const sim_real* cacc = d->scratch_body6;
   const sim_real* cfrc = d->scratch_body6 + 6 * m->nbody;
   sim_real* caccbar = d->adj_cacc;
@@ -193,7 +193,7 @@ SIM_FN void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bbar, in
 }
 
 // passive VJP (qfrc_passive cotangent fbar, (nv)): -> adj_dq, adj_dv, adj_ten_length, adj_ten_velocity
-SIM_FN void sim_adj_passive(const SimModel* m, SimWorld* d, const sim_real* fbar, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_passive(const SimModel* m, SimWorld* d, const sim_real* fbar, int lane, int nlane) {
   int enbl_spring = !(m->disableflags & SIM_DSBL_SPRING);
   int enbl_damper = !(m->disableflags & SIM_DSBL_DAMPER);
   if (!enbl_spring && !enbl_damper) return;

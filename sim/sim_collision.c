@@ -191,7 +191,7 @@ SIM_FN void simc_set_contact(const SimModel* m, SimWorld* d, int c, int p, const
   d->contact_witness[c] = witness;
 }
 
-SIM_FN void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_collision(const SimModel* m, SimWorld* d, int lane, int nlane) {
   // mj_collision returns early when constraints or contacts are disabled (uniform over the lanes)
   if ((m->disableflags & (SIM_DSBL_CONSTRAINT | SIM_DSBL_CONTACT)) || m->npair == 0) {
     if (lane == 0) d->ncon[0] = 0;

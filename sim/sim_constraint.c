@@ -9,7 +9,7 @@
 #include "sim_solver.c"
 
 // mj_makeConstraint + mj_island + mj_referenceConstraint + mj_fwdConstraint (Newton)
-SIM_FN void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_constraint(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_make_rows(m, d, lane, nlane);
   if (m->ntree == 1) sim_island_onetree(m, d, lane, nlane);
   else if (lane == 0) sim_island(m, d);

@@ -330,7 +330,7 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
 }
 
 // rows of this world (enumeration on lane 0, rows filled across lanes)
-SIM_FN void sim_make_rows(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_make_rows(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) sim_rows_enumerate(m, d);
   SIM_SYNC();
   int nefc = d->nefc[0];

@@ -22,7 +22,7 @@ SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, i
   SIM_SYNC();
 }
 
-SIM_FN void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane, int nlane) {
+SIM_FN_STAGE void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane, int nlane) {
   switch (stage) {
     case SIM_STAGE_KINEMATICS: sim_kinematics(m, d, lane, nlane); break;
     case SIM_STAGE_COMPOS: sim_comPos(m, d, lane, nlane); break;
@@ -59,7 +59,7 @@ SIM_FN void sim_forward_world(const SimModel* m, SimWorld* d, int lane, int nlan
 }
 
 // mj_RungeKutta(4) after mj_forward; stage states kept in rk_* (MuJoCo's X[i], F[i])
-SIM_FN void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   const sim_real A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
   const sim_real B[4] = {(sim_real)(1.0 / 6.0), (sim_real)(1.0 / 3.0), (sim_real)(1.0 / 3.0), (sim_real)(1.0 / 6.0)};
   int nq = m->nq, nv = m->nv;

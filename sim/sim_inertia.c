@@ -5,7 +5,7 @@
 #include "sim_math.h"
 
 // composite rigid-body inertias and the mass matrix M (mj_crb; armature folded into dof_armature)
-SIM_FN void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* crb = d->crb;
   sim_real* M = d->M;
   for (int i = lane; i < m->nbody; i += nlane) simu_copy(crb + 10 * i, d->cinert + 10 * i, 10);
@@ -38,7 +38,7 @@ SIM_FN void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
 // One lane runs MuJoCo's loops; several lanes take the triangle of (p, e) entries in turn, so a deep row's
 // update is a few passes instead of one lane per ancestor walking its whole row. Every entry gets the same
 // single operation either way: the same bits.
-SIM_FN void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int lane, int nlane) {
+SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int lane, int nlane) {
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
   const int* colind = m->M_colind;
@@ -100,7 +100,7 @@ SIM_FN int sim_dof_nlevel(const SimModel* m) {
 // terms, subtracted in another order where the tree branches); a dof's ancestors across lanes, a sync after
 // each dof (two dofs of one depth share ancestors). The diagonal and L x (each row's ancestors, ascending, then
 // subtracted: MuJoCo's order) follow, the dofs of one depth across lanes.
-SIM_FN void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv, int lane,
+SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qLD, const sim_real* diaginv, int lane,
                         int nlane) {
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;

@@ -214,7 +214,7 @@ SIM_FN void sim_freebody_matrix(const SimModel* m, const SimWorld* d, int jnt, s
 }
 
 // Euler: implicit in joint damping when any dof has damping (unless eulerdamp/damper disabled)
-SIM_FN void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int damped = 0;
   if (!(m->disableflags & (SIM_DSBL_EULERDAMP | SIM_DSBL_DAMPER)))
     for (int i = 0; i < m->nv; i++) damped |= m->dof_hasdamp[i];
@@ -240,7 +240,7 @@ SIM_FN void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane) {
 
 // implicitfast: (M - h*qDeriv) qacc_int = qfrc_smooth + qfrc_constraint; standalone free bodies get
 // their unsymmetric 6x6 block with the gyroscopic derivative
-SIM_FN void sim_implicitfast(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_implicitfast(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real h = m->timestep;
   sim_qDeriv(m, d, lane, nlane);
   for (int k = lane; k < m->nM; k += nlane) d->qH[k] = d->M[k] - d->qDeriv[k] * h;

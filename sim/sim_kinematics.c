@@ -143,7 +143,7 @@ SIM_FN int sim_ipos_moved(const SimModel* m, const SimWorld* d, int i) {
 }
 
 // mj_kinematics: body frames, inertial frames, geom frames
-SIM_FN void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) {
     const sim_geo zero[3] = {0, 0, 0}, unit[4] = {1, 0, 0, 0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     simg_store(d->xpos, SIM_GEO(d, xpos), zero, 3);
@@ -215,7 +215,7 @@ SIM_FN void simu_dofCom(sim_real res[6], const sim_real axis[3], const sim_real*
 }
 
 // mj_comPos: subtree centers of mass, com-based inertias and motion dofs
-SIM_FN void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nbody = m->nbody;
   sim_real* subtree_com = d->subtree_com;
   const sim_real* mass = sim_prm_mass(m, d);           // (nbody) the world's masses
@@ -271,7 +271,7 @@ SIM_FN void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane) {
 
 // mj_tendon (fixed tendons only) and mj_transmission (joint and tendon transmissions): lengths.
 // Fixed-tendon Jacobians and actuator moments are constants of the model (SimModel.wrap_*, moment_*).
-SIM_FN void sim_tendon_transmission(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_tendon_transmission(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int t = lane; t < m->ntendon; t += nlane) {
     sim_real L = 0;
     int adr = m->tendon_adr[t], num = m->tendon_num[t];

@@ -18,6 +18,15 @@
 
 #ifdef __CUDACC__
 #define SIM_FN static inline __host__ __device__
+// SIM_FN_STAGE: a stage-sized function (a pipeline stage, a solver phase) is a real call on the GPU. Inlined,
+// each kernel became one body of ~75 k instructions under one register allocation: spills wherever the
+// pressure peaked, and a code footprint far beyond the instruction cache. Called, each function gets its own
+// allocation and appears once. SIM_CUDA_INLINE_ALL (a build switch for comparisons) inlines them again.
+#ifdef SIM_CUDA_INLINE_ALL
+#define SIM_FN_STAGE SIM_FN
+#else
+#define SIM_FN_STAGE static __noinline__ __host__ __device__
+#endif
 #define SIM_RESTRICT __restrict__
 #ifdef __CUDA_ARCH__
 #define SIM_SYNC() __syncwarp()
@@ -26,6 +35,7 @@
 #endif
 #else
 #define SIM_FN static inline
+#define SIM_FN_STAGE static inline
 #define SIM_SYNC() ((void)0)
 #define SIM_RESTRICT restrict
 #endif

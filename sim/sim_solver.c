@@ -68,7 +68,7 @@ SIM_FN int sim_row_tree(const SimModel* m, const SimWorld* d, int r, int* parent
 
 // mj_island: islands are the connected components of trees joined by rows; dofs and rows of an island are
 // kept in ascending order, islands numbered by their smallest tree. Serial (lane 0).
-SIM_FN void sim_island(const SimModel* m, SimWorld* d) {
+SIM_FN_STAGE void sim_island(const SimModel* m, SimWorld* d) {
   int nefc = d->nefc[0], nv = m->nv, ntree = m->ntree;
   d->nisland[0] = 0;
   if ((m->disableflags & SIM_DSBL_ISLAND) || nefc == 0 || ntree == 0) return;
@@ -375,7 +375,7 @@ SIM_FN void sim_dot2_dofs(const sim_real* g, const sim_real* h, const int* dofs,
 // share one pass and one lane-sum call. In the bracketed phase the points MuJoCo evaluates one after another
 // but from data known beforehand (the two brackets' next points and the following midpoint) are evaluated in
 // one pass; LSiter counts the evaluations MuJoCo makes, so the iterates and counts are MuJoCo's.
-SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c, sim_real tolerance,
+SIM_FN_STAGE sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c, sim_real tolerance,
                                   int ls_iterations, sim_real* improvement, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
@@ -506,7 +506,7 @@ SIM_FN sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolveCtx* c
 
 // PrimalUpdateConstraint + PrimalUpdateGrad: forces and states (rows across lanes), island
 // qfrc_constraint and grad (dofs across lanes). MuJoCo's total cost here feeds only its statistics: not summed.
-SIM_FN void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+SIM_FN_STAGE void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n, nv = m->nv;
   sim_rows_update(d, c->rows, c->nr, d->efc_Jaref, lane, nlane);
@@ -523,27 +523,49 @@ SIM_FN void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx* c, in
   SIM_SYNC();
 }
 
-// entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): rows in the quadratic
-// state in ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse)
-SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int a, int b) {
-  int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b];
+// The island's M, once per solve: entry (a, b), a > b, stored transposed in sol_H's upper part (b, a), zero
+// where M has none; the diagonal stays in M. An island holds whole trees, whose dofs are contiguous, so the
+// ancestor dof jb of ja sits at island-local b = a - (ja - jb).
+SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, int lane, int nlane) {
+  int n = c->n;
+  sim_real* H = d->sol_H;
+  for (int a = 0; a < n; a++)
+    for (int b = a + 1 + lane; b < n; b += nlane) H[a * n + b] = 0;
+  SIM_SYNC();
+  for (int a = 0; a < n; a++) {
+    int ja = c->dofs[a], adr = m->M_rowadr[ja], nnz = m->M_rownnz[ja];
+    for (int q = lane; q < nnz - 1; q += nlane) H[(a - (ja - m->M_colind[adr + q])) * n + a] = d->M[adr + q];
+  }
+  SIM_SYNC();
+}
+
+// the island's rows in the quadratic state, ascending, in sol_qrow (lane 0; count returned to every lane)
+SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int lane) {
+  if (lane == 0) {
+    int k = 0;
+    for (int q = 0; q < c->nr; q++)
+      if (d->efc_state[c->rows[q]] == SIM_CSTATE_QUADRATIC) d->sol_qrow[k++] = c->rows[q];
+    d->sol_flag[1] = k;
+  }
+  SIM_SYNC();
+  return d->sol_flag[1];
+}
+
+// entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): the nq quadratic rows in
+// ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse), read from
+// sim_hessian_M's copy. Where M has no entry the copy adds +0, which leaves the sum unchanged: it starts at +0
+// and so is never -0.
+SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
+  int nv = m->nv, n = c->n, ja = c->dofs[a], jb = c->dofs[b];
   sim_real s = 0;
-  for (int q = 0; q < c->nr; q++) {
-    int r = c->rows[q];
-    if (d->efc_state[r] != SIM_CSTATE_QUADRATIC) continue;
+  for (int q = 0; q < nq; q++) {
+    int r = d->sol_qrow[q];
     const sim_real* J = d->efc_J + (size_t)r * nv;
     sim_real t = J[ja];
     if (t == 0) continue;
     s += J[jb] * (t * d->efc_D[r]);
   }
-  // M row ja holds its tree ancestors: jb is among them or M has no entry there
-  int adr = m->M_rowadr[ja], nnz = m->M_rownnz[ja];
-  for (int q = 0; q < nnz; q++)
-    if (m->M_colind[adr + q] == jb) {
-      s += d->M[adr + q];
-      break;
-    }
-  return s;
+  return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
 
 // L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), right-looking: once column j is final
@@ -552,7 +574,7 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
 // Lanes own columns: a lane keeps its L(k, j) and walks the rows, so L(i, j) is one value for the warp and the
 // lanes touch consecutive entries of a row. The final column j is also written transposed into row j's upper
 // part (U(j, i) = L(i, j), i > j), where sim_chol_solve's forward substitution reads it along a row.
-SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
+SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
   for (int i = 0; i < n; i++)
@@ -582,12 +604,13 @@ SIM_FN void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   }
 }
 
-// H (row by row, a row's entries across lanes: each sim_hessian_entry then walks the same rows for every lane),
-// then L = chol(H)
-SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
-  int n = c->n;
+// the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H row
+// by row (a row's entries across lanes: each sim_hessian_entry walks the same rows for every lane), then L = chol(H)
+SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+  sim_hessian_M(m, d, c, lane, nlane);
+  int n = c->n, nq = sim_hessian_rows(d, c, lane);
   for (int a = 0; a < n; a++)
-    for (int b = lane; b <= a; b += nlane) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, a, b);
+    for (int b = lane; b <= a; b += nlane) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
   SIM_SYNC();
   sim_chol_factor(d, n, lane, nlane);
 }
@@ -596,7 +619,7 @@ SIM_FN void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, i
 // quadratic state, we recompute the entries of H that such a row touches (both dofs non-zero in its J row;
 // the other entries' sums are unchanged, bit for bit) and refactor with all lanes. H is then exactly the
 // Hessian a full rebuild gives, in any precision; the factor differs from MuJoCo's updated one by rounding.
-SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n, nv = m->nv;
   int* chg = d->sol_chg;
   if (lane == 0) {
@@ -611,6 +634,7 @@ SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx*
   SIM_SYNC();
   int nchg = d->sol_flag[0];
   if (nchg == 0) return;
+  int nq = sim_hessian_rows(d, c, lane);
   for (int a = 0; a < n; a++) {
     int ja = c->dofs[a];
     for (int b = lane; b <= a; b += nlane) {
@@ -619,7 +643,7 @@ SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx*
         const sim_real* J = d->efc_J + (size_t)chg[k] * nv;
         hit = J[ja] != 0 && J[jb] != 0;
       }
-      if (hit) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, a, b);
+      if (hit) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
     }
   }
   SIM_SYNC();
@@ -631,7 +655,7 @@ SIM_FN void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx*
 // nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
 // Lane 0 thus holds the next entry to finish and divides it without waiting. The forward solve subtracts in
 // MuJoCo's order (ascending k), the backward one in descending order.
-SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
   const sim_real* L = d->sol_L;
@@ -656,7 +680,7 @@ SIM_FN void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
 }
 
 // mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations
-SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
+SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
                              int island, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
@@ -741,7 +765,7 @@ SIM_FN int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, in
 }
 
 // engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
-SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
+SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   if (m->disableflags & SIM_DSBL_WARMSTART) {
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
@@ -774,7 +798,7 @@ SIM_FN void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, in
 }
 
 // mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once)
-SIM_FN void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   for (int i = lane; i < nv; i += nlane) d->qfrc_constraint[i] = 0;
   if (lane == 0) d->solver_niter[0] = 0, d->solver_nls[0] = 0;

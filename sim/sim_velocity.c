@@ -4,7 +4,7 @@
 #include "sim_math.h"
 
 // ten_velocity = ten_J qvel, actuator_velocity = moment qvel (both constant Jacobians)
-SIM_FN void sim_tendon_actuator_velocity(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_tendon_actuator_velocity(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int t = lane; t < m->ntendon; t += nlane) {
     sim_real v = 0;
     int adr = m->tendon_adr[t], num = m->tendon_num[t];
@@ -56,7 +56,7 @@ SIM_FN void sim_body_comVel(const SimModel* m, SimWorld* d, int i) {
   simu_copy(d->cvel + 6 * i, cvel, 6);
 }
 
-SIM_FN void sim_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (lane == 0) simu_zero(d->cvel, 6);
   SIM_SYNC();
   for (int l = 1; l < m->nlevel; l++) {
@@ -74,7 +74,7 @@ SIM_FN void simu_mulDofVec(sim_real res[6], const sim_real* dof, const sim_real*
 }
 
 // recursive Newton-Euler with zero acceleration: qfrc_bias = C(q, v) (mj_rne, flg_acc = 0)
-SIM_FN void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* cacc = d->scratch_body6;                  // (nbody, 6)
   sim_real* cfrc = d->scratch_body6 + 6 * m->nbody;   // (nbody, 6)
   if (lane == 0) {
@@ -133,7 +133,7 @@ SIM_FN int simu_isZero(const sim_real* x, int n) {
 }
 
 // passive forces: joint springs, dof dampers, tendon spring-dampers (mj_passive / mj_springdamper)
-SIM_FN void sim_passive(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_passive(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int enbl_spring = !(m->disableflags & SIM_DSBL_SPRING);
   int enbl_damper = !(m->disableflags & SIM_DSBL_DAMPER);
   for (int i = lane; i < m->nv; i += nlane) d->qfrc_spring[i] = d->qfrc_damper[i] = d->qfrc_passive[i] = 0;
