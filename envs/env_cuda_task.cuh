@@ -53,6 +53,14 @@ __device__ int env_cuda_nonfinite_obs(const EnvDev& E, float* o, float* oc, int 
   return 1;
 }
 
+// world w's view (SimWorld), one per warp in shared memory, written by the lanes together: as a local variable
+// it was a 1.4 KB table in every lane's local memory. Lane 0 may repoint a few fields while the other lanes wait.
+#define ENV_CUDA_VIEW(d, w, lane)                         \
+  __shared__ SimWorld env_view_[ENV_CUDA_WPB];            \
+  SimWorld& wd = env_view_[threadIdx.x / 32];             \
+  sim_world_lanes((d), (w), &wd, (lane), 32);             \
+  __syncwarp()
+
 template <class T>
 __device__ void env_cuda_reset(const SimModel* m, SimWorld* wd, const EnvDev& E, const EnvTaskCtx* c, int w,
                                int lane);
@@ -62,8 +70,7 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
                            int record) {
   int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
   if (w >= d->nworld) return;  // per warp: whole warps leave
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
+  ENV_CUDA_VIEW(d, w, lane);
   const int nq = m->nq, nv = m->nv, nu = m->nu, O = E.O, nub = E.nub;
   const float* a = act + (size_t)w * E.A;
   const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
@@ -165,8 +172,7 @@ template <class T>
 __global__ void k_env_reset(const SimModel* m, const SimData* d, EnvDev E) {
   int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
   if (w >= d->nworld || !E.done[w]) return;  // per warp
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
+  ENV_CUDA_VIEW(d, w, lane);
   const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
   env_cuda_reset<T>(m, &wd, E, &c, w, lane);
 }
@@ -175,8 +181,7 @@ template <class T>
 __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, EnvCudaStepGrad g) {
   int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
   if (w >= d->nworld) return;
-  SimWorld wd;
-  sim_world(m, d, w, &wd);
+  ENV_CUDA_VIEW(d, w, lane);
   const int nq = m->nq, nv = m->nv, nu = m->nu, nub = E.nub, A = E.A, O = E.O;
   const int done = g.terminated[w] | g.truncated[w];
   // the task state after the act (reward, next observation) and before it (act), the carried cotangent
