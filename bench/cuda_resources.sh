@@ -13,13 +13,13 @@ for tu in sim/cuda/sim_cuda_step.cu sim/cuda/sim_cuda_bwd.cu bench/cuda_stage_pr
   t=$(basename "$tu" .cu)
   "$nvcc" -DADJ_HAVE_CUDA=1 -I"$build/generated" -I"$src" -O3 -DNDEBUG -arch=sm_90 --fmad=false -Xptxas -v \
     -cubin "$@" "$src/$tu" -o "$tmp/$t.cubin" > "$tmp/$t.log" 2>&1 || { cat "$tmp/$t.log"; exit 1; }
-  readelf -sW "$tmp/$t.cubin" 2>/dev/null | awk '$4 == "FUNC" && $5 == "GLOBAL" {print $8, $3}' > "$tmp/$t.size"
+  readelf -sW "$tmp/$t.cubin" 2>/dev/null | awk '$4 == "FUNC" && $5 == "GLOBAL" {print $NF, $3}' > "$tmp/$t.size"
   python3 - "$tmp/$t.log" "$tmp/$t.size" "$t" <<'PY'
 import re, sys
 log, sizes, tu = open(sys.argv[1]).read(), dict(l.split() for l in open(sys.argv[2])), sys.argv[3]
 def short(n):
-    n = re.sub(r'^_ZN\d+_INTERNAL_\w+?_cu_[0-9a-f]+\d+', '', n)
-    return re.sub(r'^_Z\d+', '', n).split('PK')[0].split('EP')[0].split('Ei')[0]
+    internal = re.match(r'^_ZN\d+_INTERNAL_\w+?_cu_[0-9a-f]+\d+(\w+?)E(PK|P|S|i|f|v)', n)
+    return internal.group(1) if internal else re.sub(r'^_Z\d+', '', n).split('PK')[0]
 pat = (r'Function properties for (\S+)\n\s+(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill '
        r'loads(?:\nptxas info\s+: Used (\d+) registers)?')
 for m in re.finditer(pat, log):
