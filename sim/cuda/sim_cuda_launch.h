@@ -1,5 +1,6 @@
 // sim_cuda_launch.h: the engine's kernels for sim_cuda.cu (internal). Each group is its own translation unit,
-// since each kernel inlines the whole per-world engine and the build then compiles them in parallel:
+// since each carries its own copy of the per-world engine (its stages as calls, SIM_FN_STAGE) and the build then
+// compiles them in parallel:
 // sim_cuda_fwd.cu (forward, one stage), sim_cuda_step.cu (step, control step), sim_cuda_bwd.cu (control-step
 // backward). One warp per world, SIMCUDA_WPB worlds per block, on the legacy default stream; launch errors are
 // left for cudaGetLastError.
