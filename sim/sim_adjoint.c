@@ -165,7 +165,7 @@ SIM_FN_STAGE void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d,
     SIM_SYNC();
     sim_adj_M_outer(m, d->adj_M, d->adj_y, d->adj_vnew, 1, lane, nlane);
     if (implicitfast) {
-      sim_adj_qDeriv(m, d, d->adj_flags, d->adj_y, d->qacc_int, lane);
+      sim_adj_qDeriv(m, d, d->adj_flags, d->adj_y, d->qacc_int, lane, nlane);
     } else if (lane == 0 && !(m->disableflags & SIM_DSBL_DAMPER)) {
       for (int i = 0; i < nv; i++)  // Q - M = h diag(b(v))
         d->adj_dv[i] -= h * simu_adj_dampDeriv2(m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i]) * d->adj_y[i] * d->qacc_int[i];

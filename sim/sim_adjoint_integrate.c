@@ -71,21 +71,25 @@ SIM_FN sim_real sim_adj_pattern_quad(const SimModel* m, const int* dofs, const s
 
 // theta-bar += h d_theta[y' qDeriv a] (implicitfast's D: actuators via raw ctrl, dof and tendon dampers via v)
 SIM_FN_STAGE void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flags, const sim_real* y, const sim_real* a,
-                           int lane) {
-  if (lane == 0) {
-    sim_real h = m->timestep;
-    if (!(m->disableflags & SIM_DSBL_ACTUATION)) {
-      for (int u = 0; u < m->nu; u++) {
-        if (flags[u] & SIM_ADJ_FORCE_CLAMPED) continue;
-        if (m->actuator_gaintype[u] != SIM_GAIN_AFFINE || m->actuator_gainprm[3 * u + 2] == 0) continue;
-        int adr = m->actuator_momadr[u], num = m->actuator_momnum[u];
-        d->adj_du[u] += h * m->actuator_gainprm[3 * u + 2] *
-                        sim_adj_pattern_quad(m, m->moment_dof + adr, m->moment_val + adr, num, y, a);
-      }
+                                int lane, int nlane) {
+  sim_real h = m->timestep;
+  // actuators and dofs across lanes (each adj_du / adj_dv entry gets one term here), tendons on lane 0 after
+  if (!(m->disableflags & SIM_DSBL_ACTUATION)) {
+    for (int u = lane; u < m->nu; u += nlane) {
+      if (flags[u] & SIM_ADJ_FORCE_CLAMPED) continue;
+      if (m->actuator_gaintype[u] != SIM_GAIN_AFFINE || m->actuator_gainprm[3 * u + 2] == 0) continue;
+      int adr = m->actuator_momadr[u], num = m->actuator_momnum[u];
+      d->adj_du[u] += h * m->actuator_gainprm[3 * u + 2] *
+                      sim_adj_pattern_quad(m, m->moment_dof + adr, m->moment_val + adr, num, y, a);
     }
+  }
+  if (!(m->disableflags & SIM_DSBL_DAMPER)) {
+    for (int i = lane; i < m->nv; i += nlane)
+      d->adj_dv[i] -= h * simu_adj_dampDeriv2(m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i]) * y[i] * a[i];
+  }
+  SIM_SYNC();
+  if (lane == 0) {
     if (!(m->disableflags & SIM_DSBL_DAMPER)) {
-      for (int i = 0; i < m->nv; i++)
-        d->adj_dv[i] -= h * simu_adj_dampDeriv2(m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i]) * y[i] * a[i];
       for (int t = 0; t < m->ntendon; t++) {
         const sim_real* poly = m->tendon_dampingpoly + SIM_NPOLY * t;
         if (simu_isZero(poly, SIM_NPOLY)) continue;

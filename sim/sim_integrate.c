@@ -45,10 +45,11 @@ SIM_FN void sim_qDeriv(const SimModel* m, SimWorld* d, int lane, int nlane) {
     int radr = m->M_rowadr[i], rnnz = m->M_rownnz[i];
     for (int k = radr; k < radr + rnnz; k++) D[k] = 0;
     if (!(m->disableflags & SIM_DSBL_ACTUATION)) {
-      for (int a = 0; a < m->nu; a++) {
-        int adr = m->actuator_momadr[a], num = m->actuator_momnum[a], in = 0;
-        for (int p = 0; p < num && !in; p++) in = m->moment_dof[adr + p] == i;
-        if (!in) continue;
+      // the actuators acting on dof i, ascending (its moment entries by dof, one visit per actuator)
+      for (int e = m->dof_momadr[i]; e < m->dof_momadr[i] + m->dof_momnum[i]; e++) {
+        int a = m->dof_moment[2 * e + 1];
+        if (e > m->dof_momadr[i] && m->dof_moment[2 * e - 1] == a) continue;
+        int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
         if (m->actuator_forcelimited[a]) {
           sim_real f = d->actuator_force[a];
           if (f <= m->actuator_forcerange[2 * a] || f >= m->actuator_forcerange[2 * a + 1]) continue;
