@@ -26,6 +26,8 @@ PROBE(rk4, sim_rk4_world(m, wd, lane, nlane))
 PROBE(one_stage, sim_stage_world(m, wd, d->nworld & 15, lane, nlane))
 PROBE(two_stages, sim_stage_world(m, wd, SIM_STAGE_KINEMATICS, lane, nlane);
       sim_stage_world(m, wd, SIM_STAGE_COLLISION, lane, nlane))
+PROBE(forward, sim_forward_world(m, wd, lane, nlane))
+PROBE(forward_loop, for (int s = SIM_STAGE_KINEMATICS; s <= SIM_STAGE_CONSTRAINT; s++) sim_stage_world(m, wd, s, lane, nlane))
 PROBE(adj_solver, sim_adj_solver(m, wd, lane, nlane))
 PROBE(adj_smooth, sim_adj_smooth(m, wd, wd->adj_flags, lane, nlane))
 PROBE(adj_forward_taped, sim_adj_forward_taped(m, wd, 0, lane, nlane))

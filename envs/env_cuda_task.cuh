@@ -82,7 +82,7 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   __syncwarp();
   T::act(m, &wd, &c, a, lane, 32);
   sim_control_step_world(m, &wd, E.fs, record, lane, 32);
-  if (E.needs_kin) sim_stage_world(m, &wd, SIM_STAGE_KINEMATICS, lane, 32);
+  if (E.needs_kin) sim_kinematics(m, &wd, lane, 32);
   __syncwarp();  // every lane's writes of the step visible to lane 0's reward
   // the engine reset this world after a non-finite state: the episode ends there, value 0
   int bad = wd.nan_count[0] != E.nan_seen[w];
@@ -153,7 +153,7 @@ __device__ void env_cuda_reset(const SimModel* m, SimWorld* wd, const EnvDev& E,
   __syncwarp();
   T::reset(m, wd, c, &E.rng[w], lane, 32);
   if (lane == 0) E.t[w] = 0, E.ep_return[w] = 0;
-  if (E.needs_kin) sim_stage_world(m, wd, SIM_STAGE_KINEMATICS, lane, 32);
+  if (E.needs_kin) sim_kinematics(m, wd, lane, 32);
   T::observe(m, wd, c, o, lane, 32);
   if (T::Critic::on) T::Critic::observe(m, wd, c, oc, lane, 32);
   __syncwarp();

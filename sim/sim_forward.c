@@ -22,29 +22,35 @@ SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, i
   SIM_SYNC();
 }
 
+// the stages made of more than one call
+SIM_FN void sim_factor_stage(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  for (int k = lane; k < m->nM; k += nlane) d->qLD[k] = d->M[k];
+  SIM_SYNC();
+  sim_factorI(m, d->qLD, d->qLDiagInv, lane, nlane);
+}
+SIM_FN void sim_velocity_stage(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_tendon_actuator_velocity(m, d, lane, nlane);
+  sim_comVel(m, d, lane, nlane);
+}
+SIM_FN void sim_acceleration_stage(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_qfrc_smooth(m, d, lane, nlane);
+  sim_solveLD(m, d->qacc_smooth, d->qLD, d->qLDiagInv, lane, nlane);
+}
+
+// one stage (SIM_STAGE_*): tests and per-stage launches
 SIM_FN_STAGE void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane, int nlane) {
   switch (stage) {
     case SIM_STAGE_KINEMATICS: sim_kinematics(m, d, lane, nlane); break;
     case SIM_STAGE_COMPOS: sim_comPos(m, d, lane, nlane); break;
     case SIM_STAGE_TENDON: sim_tendon_transmission(m, d, lane, nlane); break;
     case SIM_STAGE_CRB: sim_crb(m, d, lane, nlane); break;
-    case SIM_STAGE_FACTOR:
-      for (int k = lane; k < m->nM; k += nlane) d->qLD[k] = d->M[k];
-      SIM_SYNC();
-      sim_factorI(m, d->qLD, d->qLDiagInv, lane, nlane);
-      break;
+    case SIM_STAGE_FACTOR: sim_factor_stage(m, d, lane, nlane); break;
     case SIM_STAGE_COLLISION: sim_collision(m, d, lane, nlane); break;
-    case SIM_STAGE_VELOCITY:
-      sim_tendon_actuator_velocity(m, d, lane, nlane);
-      sim_comVel(m, d, lane, nlane);
-      break;
+    case SIM_STAGE_VELOCITY: sim_velocity_stage(m, d, lane, nlane); break;
     case SIM_STAGE_PASSIVE: sim_passive(m, d, lane, nlane); break;
     case SIM_STAGE_RNE: sim_rne(m, d, lane, nlane); break;
     case SIM_STAGE_ACTUATION: sim_actuation(m, d, lane, nlane); break;
-    case SIM_STAGE_ACCELERATION:
-      sim_qfrc_smooth(m, d, lane, nlane);
-      sim_solveLD(m, d->qacc_smooth, d->qLD, d->qLDiagInv, lane, nlane);
-      break;
+    case SIM_STAGE_ACCELERATION: sim_acceleration_stage(m, d, lane, nlane); break;
     case SIM_STAGE_CONSTRAINT: sim_constraint(m, d, lane, nlane); break;
     case SIM_STAGE_INTEGRATE:
       if (m->integrator == SIM_INT_IMPLICITFAST) sim_implicitfast(m, d, lane, nlane);
@@ -53,9 +59,32 @@ SIM_FN_STAGE void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int
   }
 }
 
+// The pipeline calls its stages in order, the same as sim_stage_world over SIM_STAGE_KINEMATICS..CONSTRAINT.
+// Not that loop itself: on the GPU a loop over the switch held ~55 registers more than its largest stage
+// (bench/cuda_stage_probe.cu: probe_forward_loop against probe_forward).
+// Stages before collision (kinematics, com, tendons, CRB, the mass matrix's factor)
+SIM_FN void sim_forward_position(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_kinematics(m, d, lane, nlane);
+  sim_comPos(m, d, lane, nlane);
+  sim_tendon_transmission(m, d, lane, nlane);
+  sim_crb(m, d, lane, nlane);
+  sim_factor_stage(m, d, lane, nlane);
+}
+// stages between collision and constraint (velocity, passive, RNE, actuation, acceleration)
+SIM_FN void sim_forward_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_velocity_stage(m, d, lane, nlane);
+  sim_passive(m, d, lane, nlane);
+  sim_rne(m, d, lane, nlane);
+  sim_actuation(m, d, lane, nlane);
+  sim_acceleration_stage(m, d, lane, nlane);
+}
+
 // mj_forward at the current state
 SIM_FN void sim_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  for (int s = SIM_STAGE_KINEMATICS; s <= SIM_STAGE_CONSTRAINT; s++) sim_stage_world(m, d, s, lane, nlane);
+  sim_forward_position(m, d, lane, nlane);
+  sim_collision(m, d, lane, nlane);
+  sim_forward_smooth(m, d, lane, nlane);
+  sim_constraint(m, d, lane, nlane);
 }
 
 // mj_RungeKutta(4) after mj_forward; stage states kept in rk_* (MuJoCo's X[i], F[i])
@@ -139,7 +168,8 @@ SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int lane, int
 // mj_step's second half: the integrator (a recorded step tapes the forward's solution between the halves)
 SIM_FN void sim_step_integrate_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (m->integrator == SIM_INT_RK4) sim_rk4_world(m, d, lane, nlane);
-  else sim_stage_world(m, d, SIM_STAGE_INTEGRATE, lane, nlane);
+  else if (m->integrator == SIM_INT_IMPLICITFAST) sim_implicitfast(m, d, lane, nlane);
+  else sim_euler(m, d, lane, nlane);
 }
 
 // mj_step
