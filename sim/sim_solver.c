@@ -539,12 +539,18 @@ SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, 
   SIM_SYNC();
 }
 
-// the island's rows in the quadratic state, ascending, in sol_qrow (lane 0; count returned to every lane)
-SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int lane) {
+// One pass of lane 0 over the island's rows: those in the quadratic state, ascending, into sol_qrow (their
+// count returned to every lane) and, with chg, those whose quadratic state changed since efc_oldstate into chg
+// (their count in sol_flag[0]).
+SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lane) {
   if (lane == 0) {
-    int k = 0;
-    for (int q = 0; q < c->nr; q++)
-      if (d->efc_state[c->rows[q]] == SIM_CSTATE_QUADRATIC) d->sol_qrow[k++] = c->rows[q];
+    int k = 0, nchg = 0;
+    for (int q = 0; q < c->nr; q++) {
+      int r = c->rows[q], is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
+      if (is) d->sol_qrow[k++] = r;
+      if (chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC)) chg[nchg++] = r;
+    }
+    d->sol_flag[0] = nchg;
     d->sol_flag[1] = k;
   }
   SIM_SYNC();
@@ -608,7 +614,7 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
 // by row (a row's entries across lanes: each sim_hessian_entry walks the same rows for every lane), then L = chol(H)
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   sim_hessian_M(m, d, c, lane, nlane);
-  int n = c->n, nq = sim_hessian_rows(d, c, lane);
+  int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane);
   for (int a = 0; a < n; a++)
     for (int b = lane; b <= a; b += nlane) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
   SIM_SYNC();
@@ -622,19 +628,8 @@ SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx
 SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n, nv = m->nv;
   int* chg = d->sol_chg;
-  if (lane == 0) {
-    int k = 0;
-    for (int q = 0; q < c->nr; q++) {
-      int r = c->rows[q];
-      int was = d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC, is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
-      if (was != is) chg[k++] = r;
-    }
-    d->sol_flag[0] = k;
-  }
-  SIM_SYNC();
-  int nchg = d->sol_flag[0];
+  int nq = sim_hessian_rows(d, c, chg, lane), nchg = d->sol_flag[0];
   if (nchg == 0) return;
-  int nq = sim_hessian_rows(d, c, lane);
   for (int a = 0; a < n; a++) {
     int ja = c->dofs[a];
     for (int b = lane; b <= a; b += nlane) {
