@@ -36,6 +36,10 @@ SIM_FN void sim_acceleration_stage(const SimModel* m, SimWorld* d, int lane, int
   sim_qfrc_smooth(m, d, lane, nlane);
   sim_solveLD(m, d->qacc_smooth, d->qLD, d->qLDiagInv, lane, nlane);
 }
+SIM_FN void sim_integrate_stage(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  if (m->integrator == SIM_INT_IMPLICITFAST) sim_implicitfast(m, d, lane, nlane);
+  else sim_euler(m, d, lane, nlane);  // RK4 is composed in sim_step_integrate_world
+}
 
 // one stage (SIM_STAGE_*): tests and per-stage launches
 SIM_FN_STAGE void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int lane, int nlane) {
@@ -52,10 +56,7 @@ SIM_FN_STAGE void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int
     case SIM_STAGE_ACTUATION: sim_actuation(m, d, lane, nlane); break;
     case SIM_STAGE_ACCELERATION: sim_acceleration_stage(m, d, lane, nlane); break;
     case SIM_STAGE_CONSTRAINT: sim_constraint(m, d, lane, nlane); break;
-    case SIM_STAGE_INTEGRATE:
-      if (m->integrator == SIM_INT_IMPLICITFAST) sim_implicitfast(m, d, lane, nlane);
-      else sim_euler(m, d, lane, nlane);  // RK4 is composed in sim_step_world
-      break;
+    case SIM_STAGE_INTEGRATE: sim_integrate_stage(m, d, lane, nlane); break;
   }
 }
 
@@ -168,8 +169,7 @@ SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int lane, int
 // mj_step's second half: the integrator (a recorded step tapes the forward's solution between the halves)
 SIM_FN void sim_step_integrate_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   if (m->integrator == SIM_INT_RK4) sim_rk4_world(m, d, lane, nlane);
-  else if (m->integrator == SIM_INT_IMPLICITFAST) sim_implicitfast(m, d, lane, nlane);
-  else sim_euler(m, d, lane, nlane);
+  else sim_integrate_stage(m, d, lane, nlane);
 }
 
 // mj_step
