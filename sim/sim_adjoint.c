@@ -260,27 +260,34 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
   SIM_SYNC();
 }
 
+// pushes the substep's input (state, warm start, controls and the actuators' clamp flags) on the tape; returns
+// the entry, -1 when the tape is full (also kept in tape_k for the staged CUDA launch's later kernels)
+SIM_FN int sim_tape_push(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  int k = d->tape_n[0];
+  if (k >= m->ntape) k = -1;
+  if (k >= 0) {
+    for (int i = lane; i < m->nq; i += nlane) d->tape_qpos[(size_t)k * m->nq + i] = d->qpos[i];
+    for (int i = lane; i < m->nv; i += nlane) {
+      d->tape_qvel[(size_t)k * m->nv + i] = d->qvel[i];
+      d->tape_warm[(size_t)k * m->nv + i] = d->qacc_warmstart[i];
+    }
+    for (int i = lane; i < m->nu; i += nlane) d->tape_ctrl[(size_t)k * m->nu + i] = d->ctrl[i];
+    sim_adj_flags_state(m, d->qpos, d->qvel, d->ctrl, d->tape_flags + (size_t)k * m->nu, lane, nlane);
+    SIM_SYNC();
+  }
+  if (lane == 0) {
+    if (k >= 0) d->tape_n[0] = k + 1;
+    d->tape_k[0] = k;
+  }
+  SIM_SYNC();
+  return k;
+}
+
 // one control step of nsub physics substeps; with record, each substep's input is pushed on the tape, and
 // for Euler / implicitfast what its forward decided and converged to (RK4's backward recomputes its stages)
 SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int record, int lane, int nlane) {
   for (int s = 0; s < nsub; s++) {
-    int k = -1;
-    if (record) {
-      k = d->tape_n[0];
-      if (k >= m->ntape) k = -1;
-      if (k >= 0) {
-        for (int i = lane; i < m->nq; i += nlane) d->tape_qpos[(size_t)k * m->nq + i] = d->qpos[i];
-        for (int i = lane; i < m->nv; i += nlane) {
-          d->tape_qvel[(size_t)k * m->nv + i] = d->qvel[i];
-          d->tape_warm[(size_t)k * m->nv + i] = d->qacc_warmstart[i];
-        }
-        for (int i = lane; i < m->nu; i += nlane) d->tape_ctrl[(size_t)k * m->nu + i] = d->ctrl[i];
-        sim_adj_flags_state(m, d->qpos, d->qvel, d->ctrl, d->tape_flags + (size_t)k * m->nu, lane, nlane);
-        SIM_SYNC();
-        if (lane == 0) d->tape_n[0] = k + 1;
-      }
-      SIM_SYNC();
-    }
+    int k = record ? sim_tape_push(m, d, lane, nlane) : -1;
     sim_step_forward_world(m, d, lane, nlane);
     if (k >= 0 && m->integrator != SIM_INT_RK4) sim_adj_tape_solution(m, d, k, lane, nlane);
     sim_step_integrate_world(m, d, lane, nlane);

@@ -25,6 +25,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
 #define SIM_DATA_FIELDS_ADJOINT                                                                    \
   /* tape: inputs of each recorded substep, oldest first */                                       \
   X(int, tape_n, adj, 1)                /* substeps recorded (tape cursor) */                      \
+  X(int, tape_k, adj, 1)                /* the entry of the substep in progress (-1: none) */      \
   X(int, adj_nconstraint, adj, 1)       /* evaluations differentiated through constraint rows */     \
   X(sim_real, tape_qpos, ntape, m->nq)                                                             \
   X(sim_real, tape_qvel, ntape, m->nv)                                                             \

@@ -145,25 +145,29 @@ SIM_FN_STAGE void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nl
   sim_advance(m, d, dXa, dXv, lane, nlane);
 }
 
-// mj_step's first half: state checks (a bad world is reset and counted), forward, acceleration check
-SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+// mj_step's checks: a world whose state (qpos, qvel; acc: its acceleration qacc) is not finite is reset to
+// qpos0 and counted; returns whether it was
+SIM_FN int sim_reset_if_bad(const SimModel* m, SimWorld* d, int acc, int lane, int nlane) {
   int bad = 0;
-  for (int i = 0; i < m->nq; i++) bad |= simu_isbad(d->qpos[i]);
-  for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qvel[i]);
+  if (acc) {
+    for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qacc[i]);
+  } else {
+    for (int i = 0; i < m->nq; i++) bad |= simu_isbad(d->qpos[i]);
+    for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qvel[i]);
+  }
   SIM_SYNC();
   if (bad) {
     sim_reset_world(m, d, -1, lane, nlane);
     if (lane == 0) d->nan_count[0]++;
   }
+  return bad;
+}
+
+// mj_step's first half: state checks, forward, acceleration check (a reset world's forward is redone)
+SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_reset_if_bad(m, d, 0, lane, nlane);
   sim_forward_world(m, d, lane, nlane);
-  bad = 0;
-  for (int i = 0; i < m->nv; i++) bad |= simu_isbad(d->qacc[i]);
-  SIM_SYNC();
-  if (bad) {
-    sim_reset_world(m, d, -1, lane, nlane);
-    if (lane == 0) d->nan_count[0]++;
-    sim_forward_world(m, d, lane, nlane);
-  }
+  if (sim_reset_if_bad(m, d, 1, lane, nlane)) sim_forward_world(m, d, lane, nlane);
 }
 
 // mj_step's second half: the integrator (a recorded step tapes the forward's solution between the halves)

@@ -24,7 +24,7 @@ static const char* kUsage =
     "usage: adjoint bench sim MODEL.xml [--states key|lafan1|rollout] [--seed S] [--nworld N] [--grad NSUB]\n"
     "         [--reps R] [--cpu-nworld C] [--cpu-reps R] [--threads T] [--no-cuda] [--no-cpu] [--no-mujoco]\n"
     "         [--stages] [--nconmax C] [--nefcmax R] [--no-constraint] [--no-contact] [--steps S]\n"
-    "         [--write-states FILE] [--json FILE]\n"
+    "         [--launch fused|staged] [--write-states FILE] [--json FILE]\n"
     "One control step of NSUB substeps (default 4) from N start states (--states: the keyframe in every world\n"
     "(default); LAFAN1 frames every 0.5 s of the 40 clips on a free-base robot, placed on the floor; states of\n"
     "MuJoCo rollouts under random controls), after one untimed control step from them in each engine.\n"
@@ -34,7 +34,10 @@ static const char* kUsage =
     "min(N, 1024)), T threads (default all cores), median of R (default 5). Beside each: mean and max per\n"
     "world-substep of contacts, rows, Newton iterations and line-search evaluations, and overflow counts.\n"
     "--stages: per-stage times of the forward substep. --write-states: the start states for\n"
-    "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s).\n";
+    "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
+    "CUDA steps as one kernel each (fused, the default) or one kernel per group of stages (staged).\n";
+
+static int g_staged = 0;  // --launch staged
 
 static double now_s(void) {
   struct timespec t;
@@ -398,6 +401,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     fprintf(stderr, "adjoint bench sim: CUDA setup: %s\n", simcuda_last_error());
     return 1;
   }
+  int staged = simcuda_set_staged(g, g_staged);
   if (nstep) {  // consecutive steps from the keyframe (steps/s of the plain step kernel)
     double ms = 0;
     sim_reset(m, h, -1, m->nkey ? 0 : -1);
@@ -421,8 +425,9 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     c.ncon_overflow += probe->ncon_overflow[w], c.nefc_overflow += probe->nefc_overflow[w];
   double t0 = 0;
   if (simcuda_time_control(g, h, nsub, 0, nrep, &t0)) goto fail;
-  printf("ours, CUDA (float32, %d worlds, nconmax %d, nefcmax %d): control step (%d substeps) %.4f ms = %.3e "
-         "steps/s\n", nworld, m->nconmax, m->nefcmax, nsub, t0, nworld * nsub / (t0 * 1e-3));
+  printf("ours, CUDA (float32, %d worlds, nconmax %d, nefcmax %d, %s launch): control step (%d substeps) %.4f ms = "
+         "%.3e steps/s\n", nworld, m->nconmax, m->nefcmax, staged ? "staged" : "fused", nsub, t0,
+         nworld * nsub / (t0 * 1e-3));
   counts_print(&c);
   json_result("ours_cuda", "forward", nworld, 0, t0, nsub, &c);
   if (stages) {
@@ -449,6 +454,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     SimData* dg = NULL;
     double t1 = 0, t2 = 0;
     if (sim_adjoint_enable(m, nsub) || sim_data_create(m, nworld, &dg) || simcuda_create(m, nworld, &g)) goto fail;
+    simcuda_set_staged(g, g_staged);
     for (int w = 0; w < nworld; w++) {  // the same start (after the untimed step) and a fixed cotangent
       memcpy(dg->qpos + (size_t)w * m->nq, h->qpos + (size_t)w * m->nq, sizeof(float) * m->nq);
       memcpy(dg->qvel + (size_t)w * m->nv, h->qvel + (size_t)w * m->nv, sizeof(float) * m->nv);
@@ -534,6 +540,11 @@ int bench_sim_main(int argc, char** argv) {
       no_cpu = 1;
     } else if (!strcmp(a, "--no-mujoco")) {
       no_mujoco = 1;
+    } else if (!strcmp(a, "--launch")) {
+      const char* v = cli_value(argc, argv, &i);
+      bad = !v || (strcmp(v, "fused") && strcmp(v, "staged"));
+      if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused or staged\n");
+      g_staged = !bad && !strcmp(v, "staged");
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

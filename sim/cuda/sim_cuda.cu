@@ -20,6 +20,7 @@ struct SimCuda {
   void* model_buf;
   void* data_buf;
   const void* host_model_buf;  // to rebase host pointers
+  int staged;         // steps launched as one kernel per group of stages (simcuda_set_staged)
 };
 
 static char g_err[512] = "";
@@ -79,6 +80,11 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
   return SIM_OK;
 }
 
+extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
+  g->staged = staged && g->hm.integrator != SIM_INT_RK4;
+  return g->staged;
+}
+
 extern "C" void simcuda_free(SimCuda* g) {
   if (!g) return;
   cudaFree(g->dm);
@@ -113,7 +119,7 @@ extern "C" int simcuda_forward(SimCuda* g) {
 }
 
 extern "C" int simcuda_step(SimCuda* g) {
-  simcuda_launch_step(g->dm, g->dd, g->hd.nworld);
+  simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -131,7 +137,7 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -198,7 +204,7 @@ extern "C" int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_pe
   float* t = (float*)malloc(sizeof(float) * (size_t)nrep);
   for (int r = -1; r < nrep; r++) {
     CU_CHECK(cudaEventRecord(a));
-    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld);
+    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged);
     CU_CHECK(cudaGetLastError());
     CU_CHECK(cudaEventRecord(b));
     CU_CHECK(cudaEventSynchronize(b));

@@ -1,26 +1,76 @@
-// sim_cuda_step.cu: step and control-step (tape) kernels of the CUDA backend (sim_cuda_launch.h).
+// sim_cuda_step.cu: step and control-step (tape) kernels of the CUDA backend (sim_cuda_launch.h), fused (one
+// kernel per step or control step) and staged (one kernel per group of stages).
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
+#define SIMCUDA_WORLD(m, d)                                   \
+  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;        \
+  if (w >= d->nworld) return;                                 \
+  SIMCUDA_VIEW(m, d, w);                                      \
+  const int lane = threadIdx.x & 31
+
 __global__ void SIMCUDA_BOUNDS k_step(const SimModel* m, const SimData* d) {
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SIMCUDA_VIEW(m, d, w);
-  sim_step_world(m, wd, threadIdx.x & 31, 32);
+  SIMCUDA_WORLD(m, d);
+  sim_step_world(m, wd, lane, 32);
 }
 
 // nsub substeps per world, each substep's input pushed on the tape when recording
 __global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* m, const SimData* d, int nsub, int record) {
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SIMCUDA_VIEW(m, d, w);
-  sim_control_step_world(m, wd, nsub, record, threadIdx.x & 31, 32);
+  SIMCUDA_WORLD(m, d);
+  sim_control_step_world(m, wd, nsub, record, lane, 32);
 }
 
-void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld) {
-  k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
+// The staged launch of one substep: the calls of sim_step_world / sim_control_step_world in the same order,
+// split over six kernels. Each kernel gets the registers and the code of its own stages, so the light stages
+// run with more warps per SM than the fused kernel allows (its register count is that of its heaviest stage),
+// and a warp's code stays within the instruction cache. Euler and implicitfast only (RK4 stays fused).
+__global__ void SIMCUDA_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int record) {
+  SIMCUDA_WORLD(m, d);
+  if (record) sim_tape_push(m, wd, lane, 32);
+  sim_reset_if_bad(m, wd, 0, lane, 32);
+  sim_forward_position(m, wd, lane, 32);
+}
+__global__ void SIMCUDA_BOUNDS k_sub_collision(const SimModel* m, const SimData* d) {
+  SIMCUDA_WORLD(m, d);
+  sim_collision(m, wd, lane, 32);
+}
+__global__ void SIMCUDA_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d) {
+  SIMCUDA_WORLD(m, d);
+  sim_forward_smooth(m, wd, lane, 32);
+}
+__global__ void SIMCUDA_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d) {
+  SIMCUDA_WORLD(m, d);
+  sim_constraint(m, wd, lane, 32);
+}
+// a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave)
+__global__ void SIMCUDA_BOUNDS k_sub_repair(const SimModel* m, const SimData* d) {
+  SIMCUDA_WORLD(m, d);
+  if (sim_reset_if_bad(m, wd, 1, lane, 32)) sim_forward_world(m, wd, lane, 32);
+}
+__global__ void SIMCUDA_BOUNDS k_sub_integrate(const SimModel* m, const SimData* d, int record) {
+  SIMCUDA_WORLD(m, d);
+  if (record && wd->tape_k[0] >= 0) sim_adj_tape_solution(m, wd, wd->tape_k[0], lane, 32);
+  sim_integrate_stage(m, wd, lane, 32);
 }
 
-void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record) {
-  k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
+static void launch_substep(const SimModel* m, const SimData* d, int nworld, int record) {
+  unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
+  k_sub_position<<<nb, nt>>>(m, d, record);
+  k_sub_collision<<<nb, nt>>>(m, d);
+  k_sub_smooth<<<nb, nt>>>(m, d);
+  k_sub_constraint<<<nb, nt>>>(m, d);
+  k_sub_repair<<<nb, nt>>>(m, d);
+  k_sub_integrate<<<nb, nt>>>(m, d, record);
+}
+
+void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged) {
+  if (staged) launch_substep(m, d, nworld, 0);
+  else k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
+}
+
+void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged) {
+  if (staged)
+    for (int s = 0; s < nsub; s++) launch_substep(m, d, nworld, record);
+  else
+    k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
 }
