@@ -24,6 +24,7 @@
 
 #include "sim/sim_forward.c"  // the per-world engine first (as sim_cuda.cu)
 #include "envs/env_cuda_impl.h"
+#include "sim/cuda/sim_cuda_launch.h"  // the engine's staged launch
 
 #define ENV_FULL_MASK 0xffffffffu
 
@@ -65,7 +66,9 @@ template <class T>
 __device__ void env_cuda_reset(const SimModel* m, SimWorld* wd, const EnvDev& E, const EnvTaskCtx* c, int w,
                                int lane);
 
-template <class T>
+// PART 0: the whole step in one kernel; with the engine's staged launch (simcuda_set_staged) PART 1 runs up to
+// the act, the engine's kernels the control step, PART 2 the rest
+template <class T, int PART>
 __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const float* act, EnvCudaRecord rec,
                            int record) {
   int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
@@ -74,14 +77,17 @@ __global__ void k_env_step(const SimModel* m, const SimData* d, EnvDev E, const 
   const int nq = m->nq, nv = m->nv, nu = m->nu, O = E.O, nub = E.nub;
   const float* a = act + (size_t)w * E.A;
   const EnvTaskCtx c = ENV_CUDA_CTX(E, w);
-  if (rec.pre_qpos)
-    for (int i = lane; i < nq; i += 32) rec.pre_qpos[(size_t)w * nq + i] = wd.qpos[i];
-  if (rec.pre_qvel)
-    for (int i = lane; i < nv; i += 32) rec.pre_qvel[(size_t)w * nv + i] = wd.qvel[i];
-  if (rec.pre_state) env_cuda_record_state(E, w, rec.pre_state, lane);
-  __syncwarp();
-  T::act(m, &wd, &c, a, lane, 32);
-  sim_control_step_world(m, &wd, E.fs, record, lane, 32);
+  if (PART != 2) {
+    if (rec.pre_qpos)
+      for (int i = lane; i < nq; i += 32) rec.pre_qpos[(size_t)w * nq + i] = wd.qpos[i];
+    if (rec.pre_qvel)
+      for (int i = lane; i < nv; i += 32) rec.pre_qvel[(size_t)w * nv + i] = wd.qvel[i];
+    if (rec.pre_state) env_cuda_record_state(E, w, rec.pre_state, lane);
+    __syncwarp();
+    T::act(m, &wd, &c, a, lane, 32);
+  }
+  if (PART == 0) sim_control_step_world(m, &wd, E.fs, record, lane, 32);
+  if (PART == 1) return;
   if (E.needs_kin) sim_kinematics(m, &wd, lane, 32);
   __syncwarp();  // every lane's writes of the step visible to lane 0's reward
   // the engine reset this world after a non-finite state: the episode ends there, value 0
@@ -177,7 +183,9 @@ __global__ void k_env_reset(const SimModel* m, const SimData* d, EnvDev E) {
   env_cuda_reset<T>(m, &wd, E, &c, w, lane);
 }
 
-template <class T>
+// PART 0: one kernel; with the engine's staged launch PART 1 runs up to the step's backward, the engine's kernels
+// that backward, PART 2 the rest
+template <class T, int PART>
 __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, EnvCudaStepGrad g) {
   int w = blockIdx.x * ENV_CUDA_WPB + threadIdx.x / 32, lane = threadIdx.x & 31;
   if (w >= d->nworld) return;
@@ -190,14 +198,15 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
   if (E.ngrad) env_cuda_block_fields(E, g.cot_state, 1, dsp);
   void* const* ds = E.ngrad ? dsp : NULL;
   EnvTaskCtx c = {E.param, E.data, sp, ds, w, NULL};
+  const float* a = g.act + (size_t)w * A;
+  float* du = E.du + (size_t)w * nub;
+  if (PART != 2) {
   // cotangent of the post-step state: the future (unless the world ended here) ...
   for (int i = lane; i < nv; i += 32) {
     wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
     wd.adj_qvel[i] = done ? 0 : g.cot_qvel[(size_t)w * nv + i];
   }
   __syncwarp();
-  const float* a = g.act + (size_t)w * A;
-  float* du = E.du + (size_t)w * nub;
   if (lane == 0) {
     sim_real *q0 = wd.qpos, *v0 = wd.qvel, *u0 = wd.ctrl;
     for (int k = 0; k < nub; k++) du[k] = 0;
@@ -217,8 +226,10 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
     wd.qpos = q0, wd.qvel = v0, wd.ctrl = u0;
   }
   __syncwarp();
+  }
   // the step: post-state cotangent -> pre-state cotangent and ctrl cotangent
-  sim_control_step_backward_world(m, &wd, E.fs, lane, 32);
+  if (PART == 0) sim_control_step_backward_world(m, &wd, E.fs, lane, 32);
+  if (PART == 1) return;
   __syncwarp();
   if (lane == 0) {
     // the action: ctrl -> action, at the pre-step state with the step's ctrl
@@ -310,7 +321,14 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
       r = *rec;                                                                                                  \
     else                                                                                                         \
       memset(&r, 0, sizeof(r));                                                                                  \
-    k_env_step<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, act, r, record); \
+    const unsigned nb = env_warp_blocks(e->E.N), nt = 32 * ENV_CUDA_WPB;                                        \
+    if (simcuda_staged(e->g)) {                                                                                  \
+      k_env_step<EnvT_##task, 1><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
+      simcuda_launch_control_step(e->dm, e->dd, e->E.N, e->E.fs, record, 1);                                     \
+      k_env_step<EnvT_##task, 2><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
+    } else {                                                                                                     \
+      k_env_step<EnvT_##task, 0><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
+    }                                                                                                            \
     if (EnvT_##task::Shared::on) {                                                                               \
       k_env_shared<EnvT_##task><<<1, ENV_CUDA_SHARED_THREADS>>>(e->dm, e->E);                                    \
       k_env_reset<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E);              \
@@ -320,7 +338,14 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
 // env_cuda_backward_<task>, env_cuda_pre_cot_<task>: the gradient launchers
 #define ENV_CUDA_GRAD(task)                                                                                      \
   void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g) {                                          \
-    k_env_backward<EnvT_##task><<<env_warp_blocks(e->E.N), 32 * ENV_CUDA_WPB>>>(e->dm, e->dd, e->E, *g);         \
+    const unsigned nb = env_warp_blocks(e->E.N), nt = 32 * ENV_CUDA_WPB;                                        \
+    if (simcuda_staged(e->g)) {                                                                                  \
+      k_env_backward<EnvT_##task, 1><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
+      simcuda_launch_control_step_backward(e->dm, e->dd, e->E.N, e->E.fs, 1);                                    \
+      k_env_backward<EnvT_##task, 2><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
+    } else {                                                                                                     \
+      k_env_backward<EnvT_##task, 0><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
+    }                                                                                                            \
   }                                                                                                              \
   void env_cuda_pre_cot_##task(EnvCuda* e, const float* q, const float* v, const float* u, const void* st,      \
                                const float* obs_cot, float* cq, float* cv, float* cst) {                         \

@@ -122,9 +122,9 @@ SIM_FN_STAGE void sim_adj_eval(const SimModel* m, SimWorld* d, int lane, int nla
   sim_adj_smooth(m, d, d->adj_flags, lane, nlane);
 }
 
-// Euler / implicitfast substep backward at tape entry k. In: adj_qpos, adj_qvel (of the substep's output).
-// Out: adj_qpos, adj_qvel of its input; adj_ctrl += ctrl cotangent.
-SIM_FN_STAGE void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+// Euler / implicitfast substep backward at tape entry k, first part: the forward replayed from the tape and the
+// integrator's adjoint, down to adj_qacc (sim_adj_eval follows, then sim_adj_substep_post)
+SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   sim_real h = m->timestep;
   int nv = m->nv;
   sim_adj_load(m, d, k, lane, nlane);
@@ -168,13 +168,24 @@ SIM_FN_STAGE void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d,
     }
     SIM_SYNC();
   }
-  sim_adj_eval(m, d, lane, nlane);
-  for (int i = lane; i < nv; i += nlane) {
+}
+
+// last part: the input's cotangents and the control's
+SIM_FN void sim_adj_substep_post(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  for (int i = lane; i < m->nv; i += nlane) {
     d->adj_qpos[i] = d->adj_dq[i];
     d->adj_qvel[i] = d->adj_dv[i];
   }
   for (int i = lane; i < m->nu; i += nlane) d->adj_ctrl[i] += d->adj_du[i];
   SIM_SYNC();
+}
+
+// Euler / implicitfast substep backward at tape entry k. In: adj_qpos, adj_qvel (of the substep's output).
+// Out: adj_qpos, adj_qvel of its input; adj_ctrl += ctrl cotangent.
+SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  sim_adj_substep_pre(m, d, k, lane, nlane);
+  sim_adj_eval(m, d, lane, nlane);
+  sim_adj_substep_post(m, d, lane, nlane);
 }
 
 // RK4 substep backward (one adjoint per stage), same contract
@@ -294,10 +305,8 @@ SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int
   }
 }
 
-// backward of the last nsub recorded substeps (a control step). In: adj_qpos (tangent), adj_qvel of the
-// step's output. Out: the same of its input, adj_ctrl = cotangent of the step's ctrl. The world's state is
-// kept (intermediates are not).
-SIM_FN void sim_control_step_backward_world(const SimModel* m, SimWorld* d, int nsub, int lane, int nlane) {
+// The control-step backward keeps the world's state: saved before the substeps' backward, restored after
+SIM_FN void sim_adj_save_state(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int i = lane; i < m->nq; i += nlane) d->adj_save_qpos[i] = d->qpos[i];
   for (int i = lane; i < m->nv; i += nlane) {
     d->adj_save_qvel[i] = d->qvel[i];
@@ -309,15 +318,8 @@ SIM_FN void sim_control_step_backward_world(const SimModel* m, SimWorld* d, int 
   }
   if (lane == 0) d->adj_save_time[0] = d->time[0];
   SIM_SYNC();
-  for (int s = 0; s < nsub; s++) {
-    int k = d->tape_n[0] - 1;
-    if (k < 0) break;
-    if (m->integrator == SIM_INT_RK4) sim_adj_substep_rk4(m, d, k, lane, nlane);
-    else sim_adj_substep_euler_implicit(m, d, k, lane, nlane);
-    SIM_SYNC();
-    if (lane == 0) d->tape_n[0] = k;
-    SIM_SYNC();
-  }
+}
+SIM_FN void sim_adj_restore_state(const SimModel* m, SimWorld* d, int lane, int nlane) {
   for (int i = lane; i < m->nq; i += nlane) d->qpos[i] = d->adj_save_qpos[i];
   for (int i = lane; i < m->nv; i += nlane) {
     d->qvel[i] = d->adj_save_qvel[i];
@@ -326,6 +328,28 @@ SIM_FN void sim_control_step_backward_world(const SimModel* m, SimWorld* d, int 
   for (int i = lane; i < m->nu; i += nlane) d->ctrl[i] = d->adj_save_ctrl[i];
   if (lane == 0) d->time[0] = d->adj_save_time[0];
   SIM_SYNC();
+}
+
+// pops the substep just taken back (tape entry k)
+SIM_FN void sim_adj_tape_pop(SimWorld* d, int k, int lane) {
+  SIM_SYNC();
+  if (lane == 0) d->tape_n[0] = k;
+  SIM_SYNC();
+}
+
+// backward of the last nsub recorded substeps (a control step). In: adj_qpos (tangent), adj_qvel of the
+// step's output. Out: the same of its input, adj_ctrl = cotangent of the step's ctrl. The world's state is
+// kept (intermediates are not).
+SIM_FN void sim_control_step_backward_world(const SimModel* m, SimWorld* d, int nsub, int lane, int nlane) {
+  sim_adj_save_state(m, d, lane, nlane);
+  for (int s = 0; s < nsub; s++) {
+    int k = d->tape_n[0] - 1;
+    if (k < 0) break;
+    if (m->integrator == SIM_INT_RK4) sim_adj_substep_rk4(m, d, k, lane, nlane);
+    else sim_adj_substep_euler_implicit(m, d, k, lane, nlane);
+    sim_adj_tape_pop(d, k, lane);
+  }
+  sim_adj_restore_state(m, d, lane, nlane);
 }
 
 #ifndef __CUDACC__

@@ -85,6 +85,8 @@ extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
   return g->staged;
 }
 
+extern "C" int simcuda_staged(const SimCuda* g) { return g->staged; }
+
 extern "C" void simcuda_free(SimCuda* g) {
   if (!g) return;
   cudaFree(g->dm);
@@ -148,7 +150,7 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }

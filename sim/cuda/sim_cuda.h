@@ -22,10 +22,11 @@ void simcuda_free(SimCuda* g);
 int simcuda_upload(SimCuda* g, const SimData_f32* host);
 int simcuda_download(SimCuda* g, SimData_f32* host);
 
-// How steps and control steps launch: fused (the default: one kernel per step or control step) or staged (one
-// kernel per group of stages, each with its own registers and code; the same bits). Returns the mode set:
+// How steps, control steps and their backward launch: fused (the default: one kernel per step, control step or
+// backward) or staged (one kernel per group of stages, each with its own registers and code; the same bits). Returns the mode set:
 // RK4 models stay fused.
 int simcuda_set_staged(SimCuda* g, int staged);
+int simcuda_staged(const SimCuda* g);
 
 int simcuda_forward(SimCuda* g);           // mj_forward for every world
 int simcuda_step(SimCuda* g);              // mj_step for every world

@@ -1,14 +1,53 @@
-// sim_cuda_bwd.cu: the control-step backward kernel of the CUDA backend (sim_cuda_launch.h; sim_adjoint.c).
+// sim_cuda_bwd.cu: the control-step backward kernels of the CUDA backend (sim_cuda_launch.h; sim_adjoint.c),
+// fused (one kernel) and staged (three kernels per substep, in the fused kernel's order: the same bits).
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
+#define SIMCUDA_WORLD(m, d)                                   \
+  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;        \
+  if (w >= d->nworld) return;                                 \
+  SIMCUDA_VIEW(m, d, w);                                      \
+  const int lane = threadIdx.x & 31
+
 __global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* m, const SimData* d, int nsub) {
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SIMCUDA_VIEW(m, d, w);
-  sim_control_step_backward_world(m, wd, nsub, threadIdx.x & 31, 32);
+  SIMCUDA_WORLD(m, d);
+  sim_control_step_backward_world(m, wd, nsub, lane, 32);
 }
 
-void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub) {
-  k_control_step_backward<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub);
+// staged, per substep: the taped forward and the integrator's adjoint (the first substep saves the state) ...
+__global__ void SIMCUDA_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int first) {
+  SIMCUDA_WORLD(m, d);
+  if (first) sim_adj_save_state(m, wd, lane, 32);
+  int k = wd->tape_n[0] - 1;  // < 0: an empty tape; this world's later kernels do nothing
+  if (lane == 0) wd->tape_k[0] = k;
+  if (k >= 0) sim_adj_substep_pre(m, wd, k, lane, 32);
+}
+// ... the solver's adjoint ...
+__global__ void SIMCUDA_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d) {
+  SIMCUDA_WORLD(m, d);
+  if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);
+}
+// ... the smooth dynamics' adjoint, the input's cotangents, the tape popped (the last substep restores the state)
+__global__ void SIMCUDA_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int last) {
+  SIMCUDA_WORLD(m, d);
+  int k = wd->tape_k[0];
+  if (k >= 0) {
+    sim_adj_smooth(m, wd, wd->adj_flags, lane, 32);
+    sim_adj_substep_post(m, wd, lane, 32);
+    sim_adj_tape_pop(wd, k, lane);
+  }
+  if (last) sim_adj_restore_state(m, wd, lane, 32);
+}
+
+void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged) {
+  unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
+  if (!staged || nsub < 1) {
+    k_control_step_backward<<<nb, nt>>>(m, d, nsub);
+    return;
+  }
+  for (int s = 0; s < nsub; s++) {
+    k_bwd_pre<<<nb, nt>>>(m, d, s == 0);
+    k_bwd_solver<<<nb, nt>>>(m, d);
+    k_bwd_smooth<<<nb, nt>>>(m, d, s == nsub - 1);
+  }
 }

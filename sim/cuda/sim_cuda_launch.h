@@ -30,9 +30,10 @@ static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + 
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
-// staged: the substep as six kernels (sim_cuda_step.cu), for Euler and implicitfast only
+// staged: the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler and
+// implicitfast only
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged);
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged);
-void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub);
+void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged);
 
 #endif
