@@ -83,6 +83,9 @@ int env_cuda_step_backward(EnvCuda* e, const EnvCudaStepGrad* g);
 int env_cuda_pre_state_cotangent(EnvCuda* e, const float* qpos, const float* qvel, const float* ctrl,
                                  const void* state, const float* obs_cot, float* cot_q, float* cot_v,
                                  float* cot_state);
+// The engine's launch for this batch's steps and their backward (simcuda_set_staged: fused or staged, the same
+// bits); returns the mode set.
+int env_cuda_set_staged(EnvCuda* e, int staged);
 // The words of one world's task state (all fields; 0 without task state): a state block holds N of them.
 int env_cuda_state_words(const EnvCuda* e);
 float* env_cuda_critic_obs(EnvCuda* e);  // (N, critic_obs_dim) device: the critic's observation now (env_cuda_obs

@@ -1,7 +1,8 @@
 // algo_cuda_determinism: the CUDA trainer path (`adjoint train --device cuda`) through the CLI, for the SHAC,
 // ∇Mimic and PPO presets, small (8 worlds, 16-step horizon, 40-step episodes so that time-outs and resets
 // happen inside the rollouts):
-//   - two runs with one seed in different directories give identical checkpoint datasets;
+//   - two runs with one seed in different directories give identical checkpoint datasets, one with the engine's
+//     fused kernels, one staged (run.cuda_launch);
 //   - stop at iteration 2 + `--resume` to 4 gives the same checkpoint datasets as an uninterrupted run to 4;
 //   - the checkpoint has the CPU path's dataset names, dtypes and shapes (a CPU run of the same config differs
 //     in values only) and metrics.csv the same columns;
@@ -53,15 +54,16 @@ static void run_preset(const char* adj, const char* dir, const char* cfg, const 
   char p1[700], p2[700], args[1024];
   int rc;
   snprintf(args, sizeof(args), fmt, episode, stop);
+  // run b launches the engine staged (run.cuda_launch): the same bits as run a's fused kernels
   for (int k = 0; k < 2; k++) {
-    rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%s%c", adj,
-                 cfg, args, iters, dir, tag, 'a' + k);
+    rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%s%c%s",
+                 adj, cfg, args, iters, dir, tag, 'a' + k, k ? " run.cuda_launch=staged" : "");
     TEST_CHECK(rc == 0, "%s run %c: exit %d\n%s", tag, 'a' + k, rc, out);
   }
   for (int it = stop; it <= iters; it += stop) {
     snprintf(p1, sizeof(p1), "%s/%sa/ckpt_%06d.h5", dir, tag, it);
     snprintf(p2, sizeof(p2), "%s/%sb/ckpt_%06d.h5", dir, tag, it);
-    same(p1, p2, "two CUDA runs, one seed");
+    same(p1, p2, "two CUDA runs, one seed, fused and staged");
   }
   rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%sc", adj, cfg,
                args, stop, dir, tag);
