@@ -322,9 +322,10 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
     else                                                                                                         \
       memset(&r, 0, sizeof(r));                                                                                  \
     const unsigned nb = env_warp_blocks(e->E.N), nt = 32 * ENV_CUDA_WPB;                                        \
-    if (simcuda_staged(e->g)) {                                                                                  \
+    const int st = simcuda_staged(e->g);                                                                         \
+    if (st) {                                                                                                    \
       k_env_step<EnvT_##task, 1><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
-      simcuda_launch_control_step(e->dm, e->dd, e->E.N, e->E.fs, record, 1);                                     \
+      simcuda_launch_control_step(e->dm, e->dd, e->E.N, e->E.fs, record, st, e->nv);                             \
       k_env_step<EnvT_##task, 2><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
     } else {                                                                                                     \
       k_env_step<EnvT_##task, 0><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
@@ -339,9 +340,10 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
 #define ENV_CUDA_GRAD(task)                                                                                      \
   void env_cuda_backward_##task(EnvCuda* e, const EnvCudaStepGrad* g) {                                          \
     const unsigned nb = env_warp_blocks(e->E.N), nt = 32 * ENV_CUDA_WPB;                                        \
-    if (simcuda_staged(e->g)) {                                                                                  \
+    const int st = simcuda_staged(e->g);                                                                         \
+    if (st) {                                                                                                    \
       k_env_backward<EnvT_##task, 1><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
-      simcuda_launch_control_step_backward(e->dm, e->dd, e->E.N, e->E.fs, 1);                                    \
+      simcuda_launch_control_step_backward(e->dm, e->dd, e->E.N, e->E.fs, st, e->nv);                            \
       k_env_backward<EnvT_##task, 2><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
     } else {                                                                                                     \
       k_env_backward<EnvT_##task, 0><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \

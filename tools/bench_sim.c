@@ -24,7 +24,7 @@ static const char* kUsage =
     "usage: adjoint bench sim MODEL.xml [--states key|lafan1|rollout] [--seed S] [--nworld N] [--grad NSUB]\n"
     "         [--reps R] [--cpu-nworld C] [--cpu-reps R] [--threads T] [--no-cuda] [--no-cpu] [--no-mujoco]\n"
     "         [--stages] [--nconmax C] [--nefcmax R] [--no-constraint] [--no-contact] [--steps S]\n"
-    "         [--launch fused|staged] [--write-states FILE] [--json FILE]\n"
+    "         [--launch fused|staged|staged-shared] [--write-states FILE] [--json FILE]\n"
     "One control step of NSUB substeps (default 4) from N start states (--states: the keyframe in every world\n"
     "(default); LAFAN1 frames every 0.5 s of the 40 clips on a free-base robot, placed on the floor; states of\n"
     "MuJoCo rollouts under random controls), after one untimed control step from them in each engine.\n"
@@ -35,9 +35,10 @@ static const char* kUsage =
     "world-substep of contacts, rows, Newton iterations and line-search evaluations, and overflow counts.\n"
     "--stages: per-stage times of the forward substep. --write-states: the start states for\n"
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
-    "CUDA steps as one kernel each (fused, the default) or one kernel per group of stages (staged).\n";
+    "CUDA steps as one kernel each (fused, the default) or one kernel per group of stages (staged; staged-shared:\n"
+    "the solver's dense scratch in shared memory).\n";
 
-static int g_staged = 0;  // --launch staged
+static int g_staged = 0;  // --launch: simcuda_set_staged's mode
 
 static double now_s(void) {
   struct timespec t;
@@ -426,8 +427,8 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
   double t0 = 0;
   if (simcuda_time_control(g, h, nsub, 0, nrep, &t0)) goto fail;
   printf("ours, CUDA (float32, %d worlds, nconmax %d, nefcmax %d, %s launch): control step (%d substeps) %.4f ms = "
-         "%.3e steps/s\n", nworld, m->nconmax, m->nefcmax, staged ? "staged" : "fused", nsub, t0,
-         nworld * nsub / (t0 * 1e-3));
+         "%.3e steps/s\n", nworld, m->nconmax, m->nefcmax,
+         staged == 2 ? "staged-shared" : staged ? "staged" : "fused", nsub, t0, nworld * nsub / (t0 * 1e-3));
   counts_print(&c);
   json_result("ours_cuda", "forward", nworld, 0, t0, nsub, &c);
   if (stages) {
@@ -542,9 +543,9 @@ int bench_sim_main(int argc, char** argv) {
       no_mujoco = 1;
     } else if (!strcmp(a, "--launch")) {
       const char* v = cli_value(argc, argv, &i);
-      bad = !v || (strcmp(v, "fused") && strcmp(v, "staged"));
-      if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused or staged\n");
-      g_staged = !bad && !strcmp(v, "staged");
+      bad = !v || (strcmp(v, "fused") && strcmp(v, "staged") && strcmp(v, "staged-shared"));
+      if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused, staged or staged-shared\n");
+      g_staged = bad ? 0 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

@@ -20,7 +20,7 @@ struct SimCuda {
   void* model_buf;
   void* data_buf;
   const void* host_model_buf;  // to rebase host pointers
-  int staged;         // steps launched as one kernel per group of stages (simcuda_set_staged)
+  int staged;         // 0: fused kernels; 1, 2: one kernel per group of stages (simcuda_set_staged)
 };
 
 static char g_err[512] = "";
@@ -81,7 +81,7 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
 }
 
 extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
-  g->staged = staged && g->hm.integrator != SIM_INT_RK4;
+  g->staged = g->hm.integrator == SIM_INT_RK4 ? 0 : staged == 2 ? 2 : staged != 0;
   return g->staged;
 }
 
@@ -121,7 +121,7 @@ extern "C" int simcuda_forward(SimCuda* g) {
 }
 
 extern "C" int simcuda_step(SimCuda* g) {
-  simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged);
+  simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged, g->hm.nv);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -139,7 +139,7 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -150,7 +150,7 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -206,7 +206,7 @@ extern "C" int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_pe
   float* t = (float*)malloc(sizeof(float) * (size_t)nrep);
   for (int r = -1; r < nrep; r++) {
     CU_CHECK(cudaEventRecord(a));
-    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged);
+    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged, g->hm.nv);
     CU_CHECK(cudaGetLastError());
     CU_CHECK(cudaEventRecord(b));
     CU_CHECK(cudaEventSynchronize(b));

@@ -22,9 +22,10 @@ void simcuda_free(SimCuda* g);
 int simcuda_upload(SimCuda* g, const SimData_f32* host);
 int simcuda_download(SimCuda* g, SimData_f32* host);
 
-// How steps, control steps and their backward launch: fused (the default: one kernel per step, control step or
-// backward) or staged (one kernel per group of stages, each with its own registers and code; the same bits). Returns the mode set:
-// RK4 models stay fused.
+// How steps, control steps and their backward launch (the same bits in every mode): 0 fused (the default: one
+// kernel per step, control step or backward), 1 staged (one kernel per group of stages, each with its own
+// registers and code), 2 staged with the Newton solver's dense scratch in shared memory (models with nv <= 39;
+// otherwise as 1). Returns the mode set: RK4 models stay fused.
 int simcuda_set_staged(SimCuda* g, int staged);
 int simcuda_staged(const SimCuda* g);
 

@@ -23,8 +23,9 @@ __global__ void SIMCUDA_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, in
   if (k >= 0) sim_adj_substep_pre(m, wd, k, lane, 32);
 }
 // ... the solver's adjoint ...
-__global__ void SIMCUDA_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d) {
+__global__ void SIMCUDA_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch) {
   SIMCUDA_WORLD(m, d);
+  SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);
 }
 // ... the smooth dynamics' adjoint, the input's cotangents, the tape popped (the last substep restores the state)
@@ -39,15 +40,17 @@ __global__ void SIMCUDA_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d,
   if (last) sim_adj_restore_state(m, wd, lane, 32);
 }
 
-void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged) {
+void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
+                                          int nv) {
   unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
+  size_t sh = simcuda_solver_shmem(nv, staged);
   if (!staged || nsub < 1) {
     k_control_step_backward<<<nb, nt>>>(m, d, nsub);
     return;
   }
   for (int s = 0; s < nsub; s++) {
     k_bwd_pre<<<nb, nt>>>(m, d, s == 0);
-    k_bwd_solver<<<nb, nt>>>(m, d);
+    k_bwd_solver<<<nb, nt, sh>>>(m, d, sh > 0);
     k_bwd_smooth<<<nb, nt>>>(m, d, s == nsub - 1);
   }
 }

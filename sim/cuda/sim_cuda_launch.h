@@ -26,14 +26,35 @@
   sim_world_lanes((d), (w), wd, threadIdx.x & 31, 32);      \
   __syncwarp()
 
+// staged == 2: in the staged launch's constraint and solver-adjoint kernels, the Newton solver's dense scratch
+// (sol_H, sol_L: nv x nv each, read by nothing after the kernel) in dynamic shared memory instead of global
+// memory, where the model's size lets a block's fit in 48 KB (nv <= 39)
+static inline size_t simcuda_solver_shmem(int nv, int staged) {
+  size_t b = (size_t)SIMCUDA_WPB * 2 * nv * nv * sizeof(float);
+  return staged == 2 && b <= 48 * 1024 ? b : 0;
+}
+#define SIMCUDA_SOLVER_SCRATCH(m, wd, lane, on)                                                     \
+  extern __shared__ float simcuda_scratch_[];                                                       \
+  if (on) {                                                                                         \
+    if ((lane) == 0) {                                                                              \
+      float* p_ = simcuda_scratch_ + (size_t)(threadIdx.x / 32) * 2 * (m)->nv * (m)->nv;            \
+      (wd)->sol_H = p_;                                                                             \
+      (wd)->sol_L = p_ + (m)->nv * (m)->nv;                                                         \
+    }                                                                                               \
+    __syncwarp();                                                                                   \
+  }
+
 static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + SIMCUDA_WPB - 1) / SIMCUDA_WPB); }
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
-// staged: the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler and
-// implicitfast only
-void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged);
-void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged);
-void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged);
+// staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
+// and implicitfast only
+// (nv: the model's, on the host)
+void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);
+void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
+                                 int nv);
+void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
+                                          int nv);
 
 #endif

@@ -38,8 +38,9 @@ __global__ void SIMCUDA_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d)
   SIMCUDA_WORLD(m, d);
   sim_forward_smooth(m, wd, lane, 32);
 }
-__global__ void SIMCUDA_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d) {
+__global__ void SIMCUDA_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int scratch) {
   SIMCUDA_WORLD(m, d);
+  SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   sim_constraint(m, wd, lane, 32);
 }
 // a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave)
@@ -53,24 +54,26 @@ __global__ void SIMCUDA_BOUNDS k_sub_integrate(const SimModel* m, const SimData*
   sim_integrate_stage(m, wd, lane, 32);
 }
 
-static void launch_substep(const SimModel* m, const SimData* d, int nworld, int record) {
+static void launch_substep(const SimModel* m, const SimData* d, int nworld, int record, int staged, int nv) {
   unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
+  size_t sh = simcuda_solver_shmem(nv, staged);
   k_sub_position<<<nb, nt>>>(m, d, record);
   k_sub_collision<<<nb, nt>>>(m, d);
   k_sub_smooth<<<nb, nt>>>(m, d);
-  k_sub_constraint<<<nb, nt>>>(m, d);
+  k_sub_constraint<<<nb, nt, sh>>>(m, d, sh > 0);
   k_sub_repair<<<nb, nt>>>(m, d);
   k_sub_integrate<<<nb, nt>>>(m, d, record);
 }
 
-void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged) {
-  if (staged) launch_substep(m, d, nworld, 0);
+void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv) {
+  if (staged) launch_substep(m, d, nworld, 0, staged, nv);
   else k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
 }
 
-void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged) {
+void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
+                                 int nv) {
   if (staged)
-    for (int s = 0; s < nsub; s++) launch_substep(m, d, nworld, record);
+    for (int s = 0; s < nsub; s++) launch_substep(m, d, nworld, record, staged, nv);
   else
     k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
 }
