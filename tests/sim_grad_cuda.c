@@ -192,7 +192,7 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
   float* ctrl = malloc(sizeof(float) * (nU * nstep + 1));
   float* seed = malloc(sizeof(float) * 2 * nV);
   float* cu = malloc(sizeof(float) * (nU * nstep + 1));
-  float* out[3];
+  float* out[4];
   for (size_t k = 0; k < nU * nstep; k++) ctrl[k] = (float)(urand() - 0.5);
   for (size_t k = 0; k < 2 * nV; k++) seed[k] = (float)(urand() - 0.5);
   // CPU reference
@@ -210,10 +210,11 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
   for (int w = 0; w < nworld; w++) rows += c->adj_nconstraint[w];
   SimCuda* gc = NULL;
   int rc = simcuda_create(m, nworld, &gc);
-  // runs 0 and 1 fused, run 2 staged (one kernel per group of stages): the same bits
-  for (int rep = 0; rep < 3; rep++) {
+  // runs 0 and 1 fused, run 2 staged (one kernel per group of stages), run 3 staged with the solver's scratch in
+  // shared memory: the same bits
+  for (int rep = 0; rep < 4; rep++) {
     out[rep] = malloc(sizeof(float) * (nQ + 2 * nV + nU * nstep + 1));
-    if (!rc && rep == 2) simcuda_set_staged(gc, 1);
+    if (!rc && rep >= 2) simcuda_set_staged(gc, rep - 1);
     if (!rc)
       rc = gpu_rollout(gc, m, g, s0, ctrl, seed, nworld, nsub, nstep, out[rep], out[rep] + nQ, out[rep] + nQ + nV,
                        out[rep] + nQ + 2 * nV);
@@ -230,10 +231,11 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
       mu = fmax(mu, med);
     }
     int same = !memcmp(out[0], out[1], sizeof(float) * (nQ + 2 * nV + nU * nstep));
-    int staged = !memcmp(out[0], out[2], sizeof(float) * (nQ + 2 * nV + nU * nstep));
+    int staged = !memcmp(out[0], out[2], sizeof(float) * (nQ + 2 * nV + nU * nstep)) &&
+                 !memcmp(out[0], out[3], sizeof(float) * (nQ + 2 * nV + nU * nstep));
     printf("%-28s %d worlds, %lld evaluations with rows: CUDA vs CPU float32, median world / worst world: state "
            "%.1e / %.1e, d/dqpos %.1e / %.1e, d/dqvel %.1e / %.1e, d/dctrl %.1e / %.1e; two CUDA runs %s, staged "
-           "launch %s\n", name, nworld, rows, mf, ef, mq, eq, mv, ev, mu, eu, same ? "bit-identical" : "DIFFERENT",
+           "launches %s\n", name, nworld, rows, mf, ef, mq, eq, mv, ev, mu, eu, same ? "bit-identical" : "DIFFERENT",
            staged ? "bit-identical" : "DIFFERENT");
     TEST_CHECK(rows > 0, "%s: no constraint rows", name);
     TEST_CHECK(mq <= med_tol && mv <= med_tol && mu <= med_tol, "%s: median world above %g", name, med_tol);
@@ -242,7 +244,7 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
     TEST_CHECK(staged, "%s: the staged launch differs from the fused", name);
   }
   simcuda_free(gc);
-  free(ctrl), free(seed), free(cu), free(out[0]), free(out[1]), free(out[2]);
+  free(ctrl), free(seed), free(cu), free(out[0]), free(out[1]), free(out[2]), free(out[3]);
   sim_data_free(c);
   sim_data_free(g);
   sim_data_free(s0);
