@@ -3,17 +3,13 @@
 #include "sim/cuda/sim_cuda_launch.h"
 
 __global__ void SIMCUDA_BOUNDS k_forward(const SimModel* m, const SimData* d) {
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SIMCUDA_VIEW(m, d, w);
-  sim_forward_world(m, wd, threadIdx.x & 31, 32);
+  SIMCUDA_WORLD(m, d);
+  sim_forward_world(m, wd, lane, 32);
 }
 
 __global__ void SIMCUDA_BOUNDS k_stage(const SimModel* m, const SimData* d, int stage) {
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;
-  if (w >= d->nworld) return;
-  SIMCUDA_VIEW(m, d, w);
-  sim_stage_world(m, wd, stage, threadIdx.x & 31, 32);
+  SIMCUDA_WORLD(m, d);
+  sim_stage_world(m, wd, stage, lane, 32);
 }
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld) {

@@ -11,7 +11,7 @@
 
 #define SIMCUDA_WPB 4
 
-// A kernel's prologue: SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in
+// SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in
 // shared memory, one per warp, written by the lanes together. As a local variable it lived in every lane's
 // stack (32 copies of one table per world, local memory that crowds L1).
 // SIMCUDA_MIN_BLOCKS: __launch_bounds__'s minimum resident blocks per SM. 1 leaves ptxas all 255 registers (8
@@ -43,6 +43,13 @@ static inline size_t simcuda_solver_shmem(int nv, int staged) {
     }                                                                                               \
     __syncwarp();                                                                                   \
   }
+
+// Every kernel's prologue: world w of this warp (whole warps past the batch leave), its view `wd`, its `lane`
+#define SIMCUDA_WORLD(m, d)                                   \
+  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;        \
+  if (w >= (d)->nworld) return;                               \
+  SIMCUDA_VIEW(m, d, w);                                      \
+  const int lane = threadIdx.x & 31
 
 static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + SIMCUDA_WPB - 1) / SIMCUDA_WPB); }
 

@@ -3,12 +3,6 @@
 #include "sim/sim_forward.c"
 #include "sim/cuda/sim_cuda_launch.h"
 
-#define SIMCUDA_WORLD(m, d)                                   \
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;        \
-  if (w >= d->nworld) return;                                 \
-  SIMCUDA_VIEW(m, d, w);                                      \
-  const int lane = threadIdx.x & 31
-
 __global__ void SIMCUDA_BOUNDS k_step(const SimModel* m, const SimData* d) {
   SIMCUDA_WORLD(m, d);
   sim_step_world(m, wd, lane, 32);
