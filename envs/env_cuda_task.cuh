@@ -201,31 +201,31 @@ __global__ void k_env_backward(const SimModel* m, const SimData* d, EnvDev E, En
   const float* a = g.act + (size_t)w * A;
   float* du = E.du + (size_t)w * nub;
   if (PART != 2) {
-  // cotangent of the post-step state: the future (unless the world ended here) ...
-  for (int i = lane; i < nv; i += 32) {
-    wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
-    wd.adj_qvel[i] = done ? 0 : g.cot_qvel[(size_t)w * nv + i];
-  }
-  __syncwarp();
-  if (lane == 0) {
-    sim_real *q0 = wd.qpos, *v0 = wd.qvel, *u0 = wd.ctrl;
-    for (int k = 0; k < nub; k++) du[k] = 0;
-    for (int f = 0; done && ds && f < E.nst; f++)  // the carried state cotangent is cut where the world ended
-      for (int i = 0; ds[f] && i < E.st_words[f]; i++) ((float*)ds[f])[(size_t)w * E.st_words[f] + i] = 0;
-    // ... + the reward and the next observation's value, at the post-step state (lane 0's own view)
-    wd.qpos = (sim_real*)g.post_qpos + (size_t)w * nq;
-    wd.qvel = (sim_real*)g.post_qvel + (size_t)w * nv;
-    wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
-    T::reward_vjp(m, &wd, &c, a, g.reward_cot[w], wd.adj_qpos, wd.adj_qvel, du);
-    if (g.value_mask && g.value_mask[w] != 0) {
-      if (T::Critic::on)
-        T::Critic::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * E.Oc, wd.adj_qpos, wd.adj_qvel);
-      else
-        T::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
+    // cotangent of the post-step state: the future (unless the world ended here) ...
+    for (int i = lane; i < nv; i += 32) {
+      wd.adj_qpos[i] = done ? 0 : g.cot_qpos[(size_t)w * nv + i];
+      wd.adj_qvel[i] = done ? 0 : g.cot_qvel[(size_t)w * nv + i];
     }
-    wd.qpos = q0, wd.qvel = v0, wd.ctrl = u0;
-  }
-  __syncwarp();
+    __syncwarp();
+    if (lane == 0) {
+      sim_real *q0 = wd.qpos, *v0 = wd.qvel, *u0 = wd.ctrl;
+      for (int k = 0; k < nub; k++) du[k] = 0;
+      for (int f = 0; done && ds && f < E.nst; f++)  // the carried state cotangent is cut where the world ended
+        for (int i = 0; ds[f] && i < E.st_words[f]; i++) ((float*)ds[f])[(size_t)w * E.st_words[f] + i] = 0;
+      // ... + the reward and the next observation's value, at the post-step state (lane 0's own view)
+      wd.qpos = (sim_real*)g.post_qpos + (size_t)w * nq;
+      wd.qvel = (sim_real*)g.post_qvel + (size_t)w * nv;
+      wd.ctrl = (sim_real*)g.post_ctrl + (size_t)w * nub;
+      T::reward_vjp(m, &wd, &c, a, g.reward_cot[w], wd.adj_qpos, wd.adj_qvel, du);
+      if (g.value_mask && g.value_mask[w] != 0) {
+        if (T::Critic::on)
+          T::Critic::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * E.Oc, wd.adj_qpos, wd.adj_qvel);
+        else
+          T::observe_vjp(m, &wd, &c, g.next_obs_cot + (size_t)w * O, wd.adj_qpos, wd.adj_qvel);
+      }
+      wd.qpos = q0, wd.qvel = v0, wd.ctrl = u0;
+    }
+    __syncwarp();
   }
   // the step: post-state cotangent -> pre-state cotangent and ctrl cotangent
   if (PART == 0) sim_control_step_backward_world(m, &wd, E.fs, lane, 32);

@@ -11,9 +11,9 @@
 
 #define SIMCUDA_WPB 4
 
-// SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in
-// shared memory, one per warp, written by the lanes together. As a local variable it lived in every lane's
-// stack (32 copies of one table per world, local memory that crowds L1).
+// SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in shared memory, one per
+// warp, written by the lanes together. As a local variable it lived in every lane's stack (32 copies of one
+// table per world, local memory that crowds L1).
 // SIMCUDA_MIN_BLOCKS: __launch_bounds__'s minimum resident blocks per SM. 1 leaves ptxas all 255 registers (8
 // warps per SM); 4 caps them at 128 for 16 warps per SM, at the price of spills.
 #ifndef SIMCUDA_MIN_BLOCKS
@@ -56,8 +56,7 @@ static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
 // staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
-// and implicitfast only
-// (nv: the model's, on the host)
+// and implicitfast only. nv: the model's, on the host.
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
                                  int nv);
