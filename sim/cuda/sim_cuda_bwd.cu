@@ -9,7 +9,7 @@ __global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* m, const 
 }
 
 // staged, per substep: the taped forward and the integrator's adjoint (the first substep saves the state) ...
-__global__ void SIMCUDA_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int first) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int first) {
   SIMCUDA_WORLD(m, d);
   if (first) sim_adj_save_state(m, wd, lane, 32);
   int k = wd->tape_n[0] - 1;  // < 0: an empty tape; this world's later kernels do nothing
@@ -17,13 +17,13 @@ __global__ void SIMCUDA_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, in
   if (k >= 0) sim_adj_substep_pre(m, wd, k, lane, 32);
 }
 // ... the solver's adjoint ...
-__global__ void SIMCUDA_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch) {
   SIMCUDA_WORLD(m, d);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);
 }
 // ... the smooth dynamics' adjoint, the input's cotangents, the tape popped (the last substep restores the state)
-__global__ void SIMCUDA_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int last) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int last) {
   SIMCUDA_WORLD(m, d);
   int k = wd->tape_k[0];
   if (k >= 0) {

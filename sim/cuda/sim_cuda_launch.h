@@ -20,6 +20,12 @@
 #define SIMCUDA_MIN_BLOCKS 1
 #endif
 #define SIMCUDA_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_MIN_BLOCKS)
+// the same for the staged launch's kernels, whose heaviest (collision, constraint, the solver's adjoint) use
+// 140-180 registers uncapped (8-12 warps per SM); 4 caps them at 128 (16 warps per SM)
+#ifndef SIMCUDA_STAGED_MIN_BLOCKS
+#define SIMCUDA_STAGED_MIN_BLOCKS 1
+#endif
+#define SIMCUDA_STAGED_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_STAGED_MIN_BLOCKS)
 #define SIMCUDA_VIEW(m, d, w)                               \
   __shared__ SimWorld simcuda_view_[SIMCUDA_WPB];           \
   SimWorld* wd = &simcuda_view_[threadIdx.x / 32];          \

@@ -18,31 +18,31 @@ __global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* m, const SimData* 
 // split over six kernels. Each kernel gets the registers and the code of its own stages, so the light stages
 // run with more warps per SM than the fused kernel allows (its register count is that of its heaviest stage),
 // and a warp's code stays within the instruction cache. Euler and implicitfast only (RK4 stays fused).
-__global__ void SIMCUDA_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int record) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int record) {
   SIMCUDA_WORLD(m, d);
   if (record) sim_tape_push(m, wd, lane, 32);
   sim_reset_if_bad(m, wd, 0, lane, 32);
   sim_forward_position(m, wd, lane, 32);
 }
-__global__ void SIMCUDA_BOUNDS k_sub_collision(const SimModel* m, const SimData* d) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_collision(const SimModel* m, const SimData* d) {
   SIMCUDA_WORLD(m, d);
   sim_collision(m, wd, lane, 32);
 }
-__global__ void SIMCUDA_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d) {
   SIMCUDA_WORLD(m, d);
   sim_forward_smooth(m, wd, lane, 32);
 }
-__global__ void SIMCUDA_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int scratch) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int scratch) {
   SIMCUDA_WORLD(m, d);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   sim_constraint(m, wd, lane, 32);
 }
 // a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave)
-__global__ void SIMCUDA_BOUNDS k_sub_repair(const SimModel* m, const SimData* d) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_repair(const SimModel* m, const SimData* d) {
   SIMCUDA_WORLD(m, d);
   if (sim_reset_if_bad(m, wd, 1, lane, 32)) sim_forward_world(m, wd, lane, 32);
 }
-__global__ void SIMCUDA_BOUNDS k_sub_integrate(const SimModel* m, const SimData* d, int record) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const SimData* d, int record) {
   SIMCUDA_WORLD(m, d);
   if (record && wd->tape_k[0] >= 0) sim_adj_tape_solution(m, wd, wd->tape_k[0], lane, 32);
   sim_integrate_stage(m, wd, lane, 32);
