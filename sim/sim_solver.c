@@ -595,40 +595,37 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
 
-// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), right-looking: once column j is final
-// (its diagonal, then its rows scaled), every entry (i, k) of the trailing triangle, j < k <= i, subtracts
-// L(i, j) L(k, j). Each entry thus subtracts its terms in ascending j, as the dot of the left-looking form does.
-// Lanes own columns: a lane keeps its L(k, j) and walks the rows, so L(i, j) is one value for the warp and the
-// lanes touch consecutive entries of a row. The final column j is also written transposed into row j's upper
-// part (U(j, i) = L(i, j), i > j), where sim_chol_solve's forward substitution reads it along a row.
+// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column k's entries
+// (i >= k) start from H(i, k) and subtract L(i, j) L(k, j) for the final columns j < k in ascending j, the
+// terms and order in which the right-looking update (each final column applied to the trailing triangle) and
+// MuJoCo's dot form subtract them; then the diagonal's square root, and the column scaled by its inverse.
+// Lanes own rows: a lane keeps its entry's chain in a register and reads L(i, j) from row j's transposed copy
+// (U(j, i) = L(i, j), i > j: consecutive entries for consecutive lanes), L(k, j) being one value for the warp.
+// Each final column is also written there, where sim_chol_solve's forward substitution reads it along a row.
 SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
-  for (int i = 0; i < n; i++)
-    for (int k = lane; k <= i; k += nlane) L[i * n + k] = H[i * n + k];
-  SIM_SYNC();
-  for (int j = 0; j < n; j++) {
-    sim_real tmp = L[j * (n + 1)];
+  for (int k = 0; k < n; k++) {
+    const sim_real* lk = L + k * n;  // L(k, j), j < k
+    for (int i = k + lane; i < n; i += nlane) {
+      sim_real acc = H[i * n + k];
+      for (int j = 0; j < k; j++) acc -= L[j * n + i] * lk[j];
+      L[i * n + k] = acc;
+    }
+    SIM_SYNC();  // the diagonal's chain is every lane's
+    sim_real tmp = L[k * (n + 1)];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
     sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-    for (int i = j + 1 + lane; i < n; i += nlane) {
-      sim_real v = deficient ? 0 : L[i * n + j] * inv;
-      L[i * n + j] = v;
-      L[j * n + i] = v;
+    for (int i = k + 1 + lane; i < n; i += nlane) {
+      sim_real v = deficient ? 0 : L[i * n + k] * inv;
+      L[i * n + k] = v;
+      L[k * n + i] = v;
     }
-    SIM_SYNC();  // column j final below the diagonal; every lane has read L(j, j)
-    if (lane == 0) L[j * (n + 1)] = diag;
-    for (int k0 = j + 1; k0 < n; k0 += nlane) {
-      int k = k0 + lane;
-      sim_real lkj = k < n ? L[j * n + k] : 0;  // L(k, j), from row j's transposed copy
-      for (int i = k0; i < n; i++) {
-        sim_real lij = L[j * n + i];
-        if (k <= i) L[i * n + k] -= lij * lkj;
-      }
-    }
-    SIM_SYNC();
+    SIM_SYNC();  // column k final (the next column's rows belong to other lanes); every lane has read L(k, k)
+    if (lane == 0) L[k * (n + 1)] = diag;
   }
+  SIM_SYNC();
 }
 
 // the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H row
