@@ -45,12 +45,13 @@ SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda,
   int nv = m->nv, nefc = d->nefc[0];
   for (int r = lane; r < nefc; r += nlane) {
     sim_real* co = d->adj_efc + SIM_ADJ_EFC * r;
+    const sim_real* J = d->efc_J + (size_t)r * nv;
     int st = d->efc_state[r];
     co[0] = co[1] = co[2] = co[3] = co[4] = 0;
     if (st == SIM_CSTATE_SATISFIED) continue;
     co[0] = d->efc_force[r];  // J-bar = f lambda' for every active row
     if (st != SIM_CSTATE_QUADRATIC) continue;
-    sim_real u = sim_rowdot(m, d, r, lambda, 0, nv), D = d->efc_D[r];
+    sim_real u = simu_dot(J, lambda, nv), D = d->efc_D[r];
     const sim_real* kbip = d->efc_KBIP + 4 * r;
     sim_real arefbar = D * u;
     sim_real Dbar = -u * d->efc_Jaref[r];  // Jaref = J a - aref at the solver's last update
@@ -298,10 +299,7 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
   sim_adj_rows(m, d, lambda, lane, nlane);
   for (int j = lane; j < nv; j += nlane) {  // efc_vel = J v
     sim_real s = 0;
-    for (int r = 0; r < nefc; r++) {
-      if (m->sparse_rows && !((d->efc_dofmask[r] >> j) & 1)) continue;  // an exact zero term
-      s += d->adj_efc[SIM_ADJ_EFC * r + 2] * d->efc_J[(size_t)r * nv + j];
-    }
+    for (int r = 0; r < nefc; r++) s += d->adj_efc[SIM_ADJ_EFC * r + 2] * d->efc_J[(size_t)r * nv + j];
     d->adj_dv[j] += s;
   }
   SIM_SYNC();

@@ -322,21 +322,9 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
   d->efc_D[r] = 1 / R;
   d->efc_diagA[r] = R * imp / (1 - imp);
 
-  // mj_referenceConstraint; with sparse_rows, the row's nonzero dofs, whose ascending walk gives every sum over
-  // the row the bits of the dense loop (a zero entry's term is an exact zero: a sum that starts at +0 is never
-  // -0, and adding a zero leaves it unchanged)
+  // mj_referenceConstraint
   sim_real vel = 0;
-  if (m->sparse_rows) {
-    sim_dofmask mk = 0;
-    for (int j = 0; j < nv; j++)
-      if (row[j] != 0) {
-        mk |= (sim_dofmask)1 << j;
-        vel += row[j] * d->qvel[j];
-      }
-    d->efc_dofmask[r] = mk;
-  } else {
-    for (int j = 0; j < nv; j++) vel += row[j] * d->qvel[j];
-  }
+  for (int j = 0; j < nv; j++) vel += row[j] * d->qvel[j];
   d->efc_vel[r] = vel;
   d->efc_aref[r] = -kbip[1] * vel - kbip[0] * kbip[2] * (d->efc_pos[r] - d->efc_margin[r]);
 }

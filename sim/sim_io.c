@@ -110,7 +110,6 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
   m->ls_iterations = mj->opt.ls_iterations;
   m->disableflags = mj->opt.disableflags;
   m->enableflags = mj->opt.enableflags;
-  m->sparse_rows = m->nv <= SIM_DOFMASK_MAXNV;
 
   // bodies and the tree
   int nb = mj->nbody;
@@ -411,8 +410,7 @@ void sim_poison(const SimModel* m, SimData* d) {
 #define X(type, name, count, width)                                                              \
   if (sizeof(type) == sizeof(sim_real) && strcmp(#name, "qpos") && strcmp(#name, "qvel") &&      \
       strcmp(#name, "ctrl") && strcmp(#name, "qacc_warmstart") && strcmp(#name, "time") &&       \
-      strcmp(#name, "qfrc_applied") && strncmp(#name, "prm_", 4) && strcmp(#type, "int") &&      \
-      strcmp(#type, "sim_dofmask")) {                                                            \
+      strcmp(#name, "qfrc_applied") && strncmp(#name, "prm_", 4) && strcmp(#type, "int")) {      \
     sim_real* p = (sim_real*)(void*)d->name;                                                     \
     for (size_t k = 0; k < nw * (size_t)m->count * (width); k++) p[k] = nan;                     \
   }

@@ -321,7 +321,6 @@ typedef struct SIM_SFX(SimModel) {
   int disableflags;
   int enableflags;
   int has_tendon_armature;
-  int sparse_rows;  // 1: efc_dofmask holds each row's nonzero dofs, and row loops visit only those (nv <= 64)
 #define X(type, name, count, width) type* name;
   SIM_MODEL_FIELDS
 #undef X

@@ -83,15 +83,6 @@ typedef double sim_geo;
 #define sim_floor floorf
 #endif
 
-// a set of up to 64 dofs (bit j: dof j), and the lowest member of a non-empty set
-typedef unsigned long long sim_dofmask;
-#define SIM_DOFMASK_MAXNV 64
-#ifdef __CUDA_ARCH__
-#define sim_ctz64(x) (__ffsll((long long)(x)) - 1)
-#else
-#define sim_ctz64(x) __builtin_ctzll(x)
-#endif
-
 #define SIM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
 

@@ -170,32 +170,12 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
   }
 }
 
-// J row r times a dof vector, over the island's dofs (dofs NULL: all n = nv), ascending: with sparse_rows over
-// the row's nonzero dofs only, which lie in its island (sim_row_fill: the same bits)
+// J row r times a dof vector, over the island's dofs
 SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const sim_real* v, const int* dofs, int n) {
   const sim_real* J = d->efc_J + (size_t)r * m->nv;
   sim_real s = 0;
-  if (m->sparse_rows) {
-    for (sim_dofmask mk = d->efc_dofmask[r]; mk; mk &= mk - 1) {
-      int j = sim_ctz64(mk);
-      s += J[j] * v[j];
-    }
-  } else if (dofs) {
-    for (int k = 0; k < n; k++) s += J[dofs[k]] * v[dofs[k]];
-  } else {
-    for (int j = 0; j < n; j++) s += J[j] * v[j];
-  }
+  for (int k = 0; k < n; k++) s += J[dofs[k]] * v[dofs[k]];
   return s;
-}
-
-// whether J row r has nonzero entries at both dofs a and b
-SIM_FN int sim_row_touches(const SimModel* m, const SimWorld* d, int r, int a, int b) {
-  if (m->sparse_rows) {
-    sim_dofmask mk = d->efc_dofmask[r];
-    return (int)((mk >> a) & (mk >> b) & 1);
-  }
-  const sim_real* J = d->efc_J + (size_t)r * m->nv;
-  return J[a] != 0 && J[b] != 0;
 }
 
 // mj_constraintUpdate_impl for one row (no equality or elliptic rows): force, state; returns the row's cost
@@ -535,7 +515,6 @@ SIM_FN_STAGE void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx*
     sim_real s = 0;
     for (int q = 0; q < c->nr; q++) {
       int r = c->rows[q];
-      if (m->sparse_rows && !((d->efc_dofmask[r] >> j) & 1)) continue;  // an exact zero term
       s += d->efc_J[(size_t)r * nv + j] * d->efc_force[r];
     }
     d->qfrc_constraint[j] = s;
@@ -588,9 +567,9 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   for (int q = 0; q < nq; q++) {
     int r = d->sol_qrow[q];
     const sim_real* J = d->efc_J + (size_t)r * nv;
-    // dense: rows with J(a) = 0 skipped; sparse_rows: also those with J(b) = 0, whose term is an exact zero
-    if (m->sparse_rows ? !sim_row_touches(m, d, r, ja, jb) : J[ja] == 0) continue;
-    s += J[jb] * (J[ja] * d->efc_D[r]);
+    sim_real t = J[ja];
+    if (t == 0) continue;
+    s += J[jb] * (t * d->efc_D[r]);
   }
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
@@ -644,7 +623,7 @@ SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx
 // the other entries' sums are unchanged, bit for bit) and refactor with all lanes. H is then exactly the
 // Hessian a full rebuild gives, in any precision; the factor differs from MuJoCo's updated one by rounding.
 SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
-  int n = c->n;
+  int n = c->n, nv = m->nv;
   int* chg = d->sol_chg;
   int nq = sim_hessian_rows(d, c, chg, lane), nchg = d->sol_flag[0];
   if (nchg == 0) return;
@@ -652,7 +631,10 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
     int ja = c->dofs[a];
     for (int b = lane; b <= a; b += nlane) {
       int jb = c->dofs[b], hit = 0;
-      for (int k = 0; k < nchg && !hit; k++) hit = sim_row_touches(m, d, chg[k], ja, jb);
+      for (int k = 0; k < nchg && !hit; k++) {
+        const sim_real* J = d->efc_J + (size_t)chg[k] * nv;
+        hit = J[ja] != 0 && J[jb] != 0;
+      }
       if (hit) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
     }
   }
@@ -784,8 +766,14 @@ SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allro
   }
   // jar at qacc_warmstart (efc_Jaref) and at qacc_smooth (efc_b, kept in efc_Jv), rows across lanes
   for (int r = lane; r < nefc; r += nlane) {
-    d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc_warmstart, 0, nv) - d->efc_aref[r];
-    d->efc_Jv[r] = sim_rowdot(m, d, r, d->qacc_smooth, 0, nv) - d->efc_aref[r];
+    const sim_real* J = d->efc_J + (size_t)r * nv;
+    sim_real s = 0, t = 0;
+    for (int j = 0; j < nv; j++) {
+      s += J[j] * d->qacc_warmstart[j];
+      t += J[j] * d->qacc_smooth[j];
+    }
+    d->efc_Jaref[r] = s - d->efc_aref[r];
+    d->efc_Jv[r] = t - d->efc_aref[r];
   }
   sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc_warmstart, 0, nv, lane, nlane);
   SIM_SYNC();
