@@ -99,6 +99,7 @@ static void test_model(const char* model, int nworld, int constraints) {
     TEST_CHECK(0, "%s: setup failed: %s %s", model, err, simcuda_last_error());
     return;
   }
+  simcuda_set_staged(gpu, 0);  // the fused kernels first; the staged modes are compared with them below
   random_states(m, c);
   sim_poison(m, c);
   memcpy(start->buffer, c->buffer, c->nbuffer);

@@ -210,6 +210,7 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
   for (int w = 0; w < nworld; w++) rows += c->adj_nconstraint[w];
   SimCuda* gc = NULL;
   int rc = simcuda_create(m, nworld, &gc);
+  if (!rc) simcuda_set_staged(gc, 0);
   // runs 0 and 1 fused, run 2 staged (one kernel per group of stages), run 3 staged with the solver's scratch in
   // shared memory: the same bits
   for (int rep = 0; rep < 4; rep++) {
