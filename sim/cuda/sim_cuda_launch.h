@@ -22,7 +22,7 @@
 #define SIMCUDA_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_MIN_BLOCKS)
 // the same for the staged launch's kernels, whose heaviest (collision, constraint, the solver's adjoint) use
 // 140-180 registers uncapped (8-12 warps per SM); 4 caps them at 128 (16 warps per SM) without spills, which
-// measured 1.5 % faster on the G1 forward and 5 % with the backward (H200, bench/RESULTS.md 2026-12-05)
+// took 1.6 % less time on the G1 forward and 5.7 % with the backward (H200, bench/RESULTS.md 2026-12-05)
 #ifndef SIMCUDA_STAGED_MIN_BLOCKS
 #define SIMCUDA_STAGED_MIN_BLOCKS 4
 #endif
