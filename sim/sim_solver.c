@@ -591,7 +591,7 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
       for (int j = 0; j < k; j++) acc -= L[j * n + i] * lk[j];
       L[i * n + k] = acc;
     }
-    SIM_SYNC();  // the diagonal's chain is every lane's
+    SIM_SYNC();  // every lane reads the diagonal's chain, row k's lane wrote it
     sim_real tmp = L[k * (n + 1)];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
