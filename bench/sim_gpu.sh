@@ -4,10 +4,10 @@
 #   step (4 x 5 ms), recorded forward + backward, counts, per-stage times; MuJoCo C (all cores) and our CPU
 #   engine (float32) on the same 4096 states; the humanoid from MuJoCo rollout states at 8192 worlds likewise;
 #   MJX on the same states where jax and the mujoco-mjx wheel import (staged by ../shared/device/stage.sh
-#   --peers); NCU=1 adds an Nsight Compute summary (occupancy, active threads per warp, stall reasons) of one
-#   forward substep kernel and one backward kernel at 4096 G1 worlds; NCU_SOURCE=1 adds, for k_control_step, the
-#   full set with source lines (build with -DADJ_CUDA_LINEINFO=ON) and bench/ncu_source.py's tables: stall samples
-#   and executed instructions per file, per function and per line, and the kernel's code size.
+#   --peers); NCU=1 adds an Nsight Compute summary (occupancy, active threads per warp, stall reasons) of the
+#   staged launch's constraint kernel and one backward kernel at 4096 G1 worlds; NCU_SOURCE=1 adds, for the
+#   constraint kernel, the full set with source lines (build with -DADJ_CUDA_LINEINFO=ON) and bench/ncu_source.py's
+#   tables: stall samples and executed instructions per file, per function and per line, and the kernel's code size.
 # Writes OUT/*.log (what each command printed), OUT/*.json (bench sim --json), OUT/*.states (start states for
 # MJX) and OUT/summary.txt. Environment: ADJ (default build/adjoint; built here if missing), REPS (default 20),
 # CPU_REPS (default 5), MJX_REPS (default 10), MJX_TIMEOUT (s per MJX run, default 240), NCU=1, DIV (divides
@@ -63,10 +63,11 @@ if python3 -c "import jax, mujoco.mjx" >/dev/null 2>&1; then
 else
   echo "== MJX: jax or mujoco.mjx not importable here: skipped" | tee -a "$out/summary.txt"
 fi
-# Nsight Compute: one forward substep kernel (k_step: the 9th launch, the first timed warm-up) and one backward
-# kernel, 4096 G1 worlds; stall reasons as warps stalled per issued instruction
+# Nsight Compute: the staged launch's constraint kernel (its 9th launch: the first timed warm-up, after the untimed
+# and the counting control steps) and the first backward smooth kernel, 4096 G1 worlds; stall reasons as warps
+# stalled per issued instruction
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-  for spec in "k_step 8" "k_control_step_backward 0"; do
+  for spec in "k_sub_constraint 8" "k_bwd_smooth 0"; do
     set -- $spec
     echo "== ncu $1 (4096 G1 worlds)" | tee -a "$out/summary.txt"
     ncu --kernel-name "$1" --launch-skip "$2" --launch-count 1 \
@@ -81,15 +82,15 @@ if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
     grep -E "issue_stalled_.*ratio" "$out/ncu_$1.log" | awk '{print $NF, $1}' | sort -gr | head -5 | tee -a "$out/summary.txt"
   done
 fi
-# Nsight Compute with source lines: where k_control_step's stall samples and instructions fall (the report is
-# tens of MB: left in OUT as a file to open in the Nsight Compute GUI)
+# Nsight Compute with source lines: where the constraint kernel's stall samples and instructions fall (the report
+# is tens of MB: left in OUT as a file to open in the Nsight Compute GUI)
 if [ "${NCU_SOURCE:-0}" = 1 ] && command -v ncu >/dev/null; then
-  echo "== ncu k_control_step, source lines (4096 G1 worlds)" | tee -a "$out/summary.txt"
-  ncu --clock-control none --kernel-name k_control_step --launch-skip 2 --launch-count 1 --set full \
-    --import-source yes -f -o "$out/ncu_control_step" \
+  echo "== ncu k_sub_constraint, source lines (4096 G1 worlds)" | tee -a "$out/summary.txt"
+  ncu --clock-control none --kernel-name k_sub_constraint --launch-skip 8 --launch-count 1 --set full \
+    --import-source yes -f -o "$out/ncu_constraint" \
     "$adj" bench sim $g1 --states lafan1 --nworld $w4k --grad 4 --reps 2 --no-cpu --no-mujoco \
     >"$out/ncu_source.log" 2>&1 || echo "   (ncu failed, see ncu_source.log)"
-  ncu -i "$out/ncu_control_step.ncu-rep" --page source --csv --print-source=cuda,sass >"$out/ncu_source.csv" &&
+  ncu -i "$out/ncu_constraint.ncu-rep" --page source --csv --print-source=cuda,sass >"$out/ncu_source.csv" &&
     python3 bench/ncu_source.py "$out/ncu_source.csv" --top 30 | tee -a "$out/summary.txt"
 fi
 echo "logs in $out"

@@ -33,7 +33,8 @@ static const char* kUsage =
     "final (qpos, qvel); our CPU engine (float32) and MuJoCo C (float64) on the first C states (default\n"
     "min(N, 1024)), T threads (default all cores), median of R (default 5). Beside each: mean and max per\n"
     "world-substep of contacts, rows, Newton iterations and line-search evaluations, and overflow counts.\n"
-    "--stages: per-stage times of the forward substep. --write-states: the start states for\n"
+    "--stages: per-stage times of the forward substep (CUDA with --grad: also the staged launch's kernels, forward\n"
+    "and backward). --write-states: the start states for\n"
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
     "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged, the default; staged-shared:\n"
     "the solver's dense scratch in shared memory).\n";
@@ -473,6 +474,23 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
            "forward + backward %.4f ms (%.2fx the forward)\n", nworld, t1, t2, t2 / t0);
     json_result("ours_cuda", "forward_gradients_enabled", nworld, 0, t1, nsub, NULL);
     json_result("ours_cuda", "forward_gradient", nworld, 0, t2, nsub, NULL);
+    if (stages && simcuda_staged(g)) {  // the staged launch's kernels, timed by events between them
+      double kms[SIMCUDA_NKERNEL], tot = 0;
+      if (simcuda_time_kernels(g, dg, nsub, nrep, kms)) {
+        sim_data_free(dg);
+        goto fail;
+      }
+      for (int k = 0; k < SIMCUDA_NKERNEL; k++) tot += kms[k];
+      printf("    per kernel (staged launch), recorded control step + backward, ms:");
+      json_add("%s{\"engine\": \"ours_cuda\", \"what\": \"kernels\", \"nworld\": %d", g_json_nres++ ? ",\n  " : "\n  ",
+               nworld);
+      for (int k = 0; k < SIMCUDA_NKERNEL; k++) {
+        printf(" %s %.3f (%.0f%%)%s", simcuda_kernel_name(k), kms[k], 100 * kms[k] / tot,
+               k < SIMCUDA_NKERNEL - 1 ? "," : "\n");
+        json_add(", \"%s_ms\": %.6g", simcuda_kernel_name(k), kms[k]);
+      }
+      json_add("}");
+    }
     sim_data_free(dg);
     simcuda_free(g);
   }

@@ -140,7 +140,7 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -151,7 +151,7 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -255,4 +255,54 @@ extern "C" int simcuda_time_control(SimCuda* g, const SimData* start, int nsub, 
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   return rc;
+}
+
+static_assert(SIMCUDA_NKERNEL == SIMCUDA_NSUB_KERNEL + SIMCUDA_NBWD_KERNEL, "the kernel list");
+
+// per-kernel medians of the staged launch (simcuda_time_kernels): events between the kernels of each substep
+extern "C" int simcuda_time_kernels(SimCuda* g, const SimData* start, int nsub, int nrep, double* ms) {
+  if (!g->staged || !g->hm.adj || nsub < 1 || nrep < 1) {
+    snprintf(g_err, sizeof(g_err), "simcuda_time_kernels: needs the staged launch, gradients enabled, nsub, nrep > 0");
+    return SIM_ERR_ARG;
+  }
+  const int kf = SIMCUDA_NSUB_KERNEL + 1, kb = SIMCUDA_NBWD_KERNEL + 1, nk = SIMCUDA_NKERNEL;
+  int nev = nsub * (kf + kb), rc = SIM_OK;
+  cudaEvent_t* ev = (cudaEvent_t*)calloc((size_t)nev, sizeof(cudaEvent_t));
+  float* t = (float*)calloc((size_t)nk * nrep, sizeof(float));
+  if (!ev || !t) {
+    free(ev), free(t);
+    return SIM_ERR_ALLOC;
+  }
+  for (int i = 0; i < nev && !rc; i++)
+    if (cudaEventCreate(&ev[i]) != cudaSuccess) rc = SIM_ERR_CUDA;
+  for (int r = -1; r < nrep && !rc; r++) {
+    rc = simcuda_upload(g, start);
+    if (!rc) rc = simcuda_tape_clear(g);
+    if (rc) break;
+    simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, ev);
+    simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, ev + nsub * kf);
+    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) rc = SIM_ERR_CUDA;
+    for (int s = 0; s < nsub && !rc && r >= 0; s++)
+      for (int k = 0; k < nk; k++) {
+        cudaEvent_t* e = k < kf - 1 ? ev + s * kf + k : ev + nsub * kf + s * kb + (k - (kf - 1));
+        float x = 0;
+        if (cudaEventElapsedTime(&x, e[0], e[1]) != cudaSuccess) rc = SIM_ERR_CUDA;
+        t[(size_t)k * nrep + r] += x;
+      }
+  }
+  if (rc == SIM_ERR_CUDA) snprintf(g_err, sizeof(g_err), "simcuda_time_kernels: %s", cudaGetErrorString(cudaGetLastError()));
+  for (int k = 0; k < nk && !rc; k++) {
+    qsort(t + (size_t)k * nrep, (size_t)nrep, sizeof(float), cmp_float);
+    ms[k] = (double)t[(size_t)k * nrep + nrep / 2];
+  }
+  for (int i = 0; i < nev; i++)
+    if (ev[i]) cudaEventDestroy(ev[i]);
+  free(ev), free(t);
+  return rc;
+}
+
+extern "C" const char* simcuda_kernel_name(int k) {
+  static const char* name[SIMCUDA_NKERNEL] = {"position", "collision", "smooth", "constraint", "repair",
+                                              "integrate", "bwd_pre", "bwd_solver", "bwd_smooth"};
+  return k >= 0 && k < SIMCUDA_NKERNEL ? name[k] : "";
 }

@@ -54,6 +54,14 @@ int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step);
 // 2: recorded control step + its backward.
 int simcuda_time_control(SimCuda* g, const SimData_f32* start, int nsub, int grad, int nrep, double* ms_median);
 
+// the staged launch's kernels one by one (simcuda_kernel_name): the substep's six (position, collision, smooth,
+// constraint, repair, integrate) and the backward's three (bwd_pre, bwd_solver, bwd_smooth). ms[k]: median over
+// nrep of kernel k's time summed over a recorded control step of nsub substeps and its backward (CUDA events
+// between the kernels; batch reset to start before each repetition). Needs the staged launch and gradients.
+#define SIMCUDA_NKERNEL 9
+int simcuda_time_kernels(SimCuda* g, const SimData_f32* start, int nsub, int nrep, double* ms);
+const char* simcuda_kernel_name(int k);
+
 // device pointers (for code that fuses work with the engine, e.g. the trainer)
 const SimModel_f32* simcuda_model(const SimCuda* g);
 SimData_f32* simcuda_data(SimCuda* g);

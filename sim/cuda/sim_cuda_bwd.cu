@@ -35,7 +35,7 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimD
 }
 
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv) {
+                                          int nv, cudaEvent_t* ev) {
   unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
   size_t sh = simcuda_solver_shmem(nv, staged);
   if (!staged || nsub < 1) {
@@ -43,8 +43,13 @@ void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, i
     return;
   }
   for (int s = 0; s < nsub; s++) {
+    cudaEvent_t* e = ev ? ev + s * (SIMCUDA_NBWD_KERNEL + 1) : NULL;  // around the three kernels (timing)
+    if (e) cudaEventRecord(e[0]);
     k_bwd_pre<<<nb, nt>>>(m, d, s == 0);
+    if (e) cudaEventRecord(e[1]);
     k_bwd_solver<<<nb, nt, sh>>>(m, d, sh > 0);
+    if (e) cudaEventRecord(e[2]);
     k_bwd_smooth<<<nb, nt>>>(m, d, s == nsub - 1);
+    if (e) cudaEventRecord(e[3]);
   }
 }

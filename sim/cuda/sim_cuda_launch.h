@@ -7,6 +7,8 @@
 #ifndef ADJ_SIM_CUDA_LAUNCH_H
 #define ADJ_SIM_CUDA_LAUNCH_H
 
+#include <cuda_runtime.h>
+
 #include "sim/sim_model.h"
 
 #define SIMCUDA_WPB 4
@@ -63,11 +65,14 @@ static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
 // staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
-// and implicitfast only. nv: the model's, on the host.
+// and implicitfast only. nv: the model's, on the host. ev: NULL, or (staged only) nsub x (kernels + 1) events
+// recorded between the kernels of each substep, for simcuda_time_kernels.
+#define SIMCUDA_NSUB_KERNEL 6
+#define SIMCUDA_NBWD_KERNEL 3
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv);
+                                 int nv, cudaEvent_t* ev);
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv);
+                                          int nv, cudaEvent_t* ev);
 
 #endif

@@ -48,26 +48,36 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   sim_integrate_stage(m, wd, lane, 32);
 }
 
-static void launch_substep(const SimModel* m, const SimData* d, int nworld, int record, int staged, int nv) {
+// ev: NULL, or SIMCUDA_NSUB_KERNEL + 1 events recorded around the six kernels (simcuda_time_kernels)
+static void launch_substep(const SimModel* m, const SimData* d, int nworld, int record, int staged, int nv,
+                           cudaEvent_t* ev) {
   unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
   size_t sh = simcuda_solver_shmem(nv, staged);
+  if (ev) cudaEventRecord(ev[0]);
   k_sub_position<<<nb, nt>>>(m, d, record);
+  if (ev) cudaEventRecord(ev[1]);
   k_sub_collision<<<nb, nt>>>(m, d);
+  if (ev) cudaEventRecord(ev[2]);
   k_sub_smooth<<<nb, nt>>>(m, d);
+  if (ev) cudaEventRecord(ev[3]);
   k_sub_constraint<<<nb, nt, sh>>>(m, d, sh > 0);
+  if (ev) cudaEventRecord(ev[4]);
   k_sub_repair<<<nb, nt>>>(m, d);
+  if (ev) cudaEventRecord(ev[5]);
   k_sub_integrate<<<nb, nt>>>(m, d, record);
+  if (ev) cudaEventRecord(ev[6]);
 }
 
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv) {
-  if (staged) launch_substep(m, d, nworld, 0, staged, nv);
+  if (staged) launch_substep(m, d, nworld, 0, staged, nv, NULL);
   else k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
 }
 
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv) {
+                                 int nv, cudaEvent_t* ev) {
   if (staged)
-    for (int s = 0; s < nsub; s++) launch_substep(m, d, nworld, record, staged, nv);
+    for (int s = 0; s < nsub; s++)
+      launch_substep(m, d, nworld, record, staged, nv, ev ? ev + s * (SIMCUDA_NSUB_KERNEL + 1) : NULL);
   else
     k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
 }
