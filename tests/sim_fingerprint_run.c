@@ -4,11 +4,14 @@
 #include <stdio.h>
 
 #include "sim/sim.h"
+#include "sim/sim_adjoint.h"
 
 #ifdef SIM_DOUBLE
 #define FINGERPRINT sim_fingerprint_f64
+#define FINGERPRINT_GRAD sim_fingerprint_grad_f64
 #else
 #define FINGERPRINT sim_fingerprint_f32
+#define FINGERPRINT_GRAD sim_fingerprint_grad_f32
 #endif
 
 static uint64_t fnv(uint64_t h, const void* p, size_t n) {
@@ -41,6 +44,55 @@ uint64_t FINGERPRINT(const mjModel* mm, int nworld, int nstep, long* niter, char
     h = fnv(h, d->qvel, sizeof(sim_real) * (size_t)nworld * m->nv);
     h = fnv(h, d->qacc, sizeof(sim_real) * (size_t)nworld * m->nv);
     for (int w = 0; w < nworld; w++) *niter += d->solver_niter[w];
+  }
+  sim_data_free(d);
+  sim_model_free(m);
+  return h;
+}
+
+// FNV-1a of the backward: from the state after nstep steps of the rollout above, 5 recorded control steps of 4
+// substeps under the same kind of controls, then their backward from a fixed cotangent on the final state;
+// hashes adj_qpos, adj_qvel and adj_ctrl after every control step's backward and the parameter cotangents at
+// the end. 0 on error.
+uint64_t FINGERPRINT_GRAD(const mjModel* mm, int nworld, int nstep, char* err, size_t errlen) {
+  const int T = 5, nsub = 4;
+  SimModel* m;
+  SimData* d;
+  if (sim_model_import(mm, &m, err, errlen)) return 0;
+  if (sim_adjoint_enable(m, T * nsub) || sim_data_create(m, nworld, &d)) {
+    snprintf(err, errlen, "sim_adjoint_enable / sim_data_create failed");
+    sim_model_free(m);
+    return 0;
+  }
+  sim_reset(m, d, -1, mm->nkey > 0 ? 0 : -1);
+  uint64_t h = 1469598103934665603ull, s = 12345;
+  for (int t = 0; t < nstep + T; t++) {
+    for (int i = 0; i < nworld * m->nu; i++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      d->ctrl[i] = (sim_real)((double)(s >> 11) / 9007199254740992.0 - 0.5);
+    }
+    if (t < nstep) sim_step(m, d);
+    else sim_control_step(m, d, nsub, 1);
+  }
+  for (int i = 0; i < nworld * m->nv; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    d->adj_qpos[i] = (sim_real)((double)(s >> 11) / 9007199254740992.0 - 0.5);
+    d->adj_qvel[i] = (sim_real)((double)(s >> 13) / 2251799813685248.0 - 0.5);
+  }
+  for (int t = T - 1; t >= 0; t--) {
+    if (sim_control_step_backward(m, d, nsub)) {
+      snprintf(err, errlen, "sim_control_step_backward failed");
+      h = 0;
+      break;
+    }
+    h = fnv(h, d->adj_qpos, sizeof(sim_real) * (size_t)nworld * m->nv);
+    h = fnv(h, d->adj_qvel, sizeof(sim_real) * (size_t)nworld * m->nv);
+    h = fnv(h, d->adj_ctrl, sizeof(sim_real) * (size_t)nworld * m->nu);
+  }
+  if (h) {
+    h = fnv(h, d->adj_body_mass, sizeof(sim_real) * (size_t)nworld * m->nbody);
+    h = fnv(h, d->adj_body_ipos, sizeof(sim_real) * (size_t)nworld * 3 * m->nbody);
+    h = fnv(h, d->adj_geom_friction, sizeof(sim_real) * (size_t)nworld * 3 * m->ngeom);
   }
   sim_data_free(d);
   sim_model_free(m);
