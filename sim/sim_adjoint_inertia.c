@@ -82,16 +82,18 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
     }
   }
   SIM_SYNC();
-  // cdof_j-bar += sum over rows i >= j holding column j of M-bar(i,j) buf_i
+  // cdof_j-bar += sum over rows i >= j holding column j of M-bar(i,j) buf_i, ascending in i: j itself (its
+  // diagonal), then its descendants (the rows that can hold column j: one subtree, contiguous ids)
   for (int j = lane; j < nv; j += nlane) {
-    for (int i = j; i < nv; i++) {
-      int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-      for (int k = adr; k <= diag; k++) {
-        if (m->M_colind[k] != j) continue;
-        for (int e = 0; e < 6; e++) d->adj_cdof[6 * j + e] += d->adj_M[k] * buf[6 * i + e];
-        break;
-      }
+    sim_real acc[6];
+    for (int e = 0; e < 6; e++) acc[e] = d->adj_cdof[6 * j + e];
+    int jend = sim_dof_subtree_end(m, j);
+    for (int i = j; i < jend; i++) {
+      int k = i == j ? m->M_rowadr[j] + m->M_rownnz[j] - 1 : sim_M_find(m, i, j);
+      if (k < 0) continue;
+      for (int e = 0; e < 6; e++) acc[e] += d->adj_M[k] * buf[6 * i + e];
     }
+    for (int e = 0; e < 6; e++) d->adj_cdof[6 * j + e] = acc[e];
   }
   SIM_SYNC();
   // buf_i = crb cdof_i: cdof_i-bar += crb bufbar_i (the inertia operator is symmetric), crb-bar per body
@@ -106,14 +108,14 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
   }
   SIM_SYNC();
   // crb_p = sum of cinert over p's subtree (world excluded): push the cotangent down, parents first
+  // (a level's bodies and their 10 components across lanes)
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int i = m->level_body[adr + k];
+    for (int k = lane; k < 10 * num; k += nlane) {
+      int i = m->level_body[adr + k / 10], e = k % 10;
       int p = m->body_parentid[i];
-      if (p > 0)
-        for (int e = 0; e < 10; e++) crbbar[10 * i + e] += crbbar[10 * p + e];
-      for (int e = 0; e < 10; e++) d->adj_cinert[10 * i + e] += crbbar[10 * i + e];
+      if (p > 0) crbbar[10 * i + e] += crbbar[10 * p + e];
+      d->adj_cinert[10 * i + e] += crbbar[10 * i + e];
     }
     SIM_SYNC();
   }

@@ -149,11 +149,11 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
   }
   SIM_SYNC();
   // cfrc was summed into parents (world excluded): push the cotangent down, parents first
-  for (int l = 2; l < m->nlevel; l++) {
+  for (int l = 2; l < m->nlevel; l++) {  // a level's bodies and their 6 components across lanes
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int i = m->level_body[adr + k];
-      for (int e = 0; e < 6; e++) cfrcbar[6 * i + e] += cfrcbar[6 * m->body_parentid[i] + e];
+    for (int k = lane; k < 6 * num; k += nlane) {
+      int i = m->level_body[adr + k / 6], e = k % 6;
+      cfrcbar[6 * i + e] += cfrcbar[6 * m->body_parentid[i] + e];
     }
     SIM_SYNC();
   }
@@ -176,12 +176,15 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
   // cacc_b = cacc_parent + cdof_dot qvel: deepest first, into the parent (world cacc is constant)
   for (int l = m->nlevel - 1; l >= 1; l--) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    for (int k = lane; k < 6 * num; k += nlane) {  // the children's part first, components across lanes
+      int i = m->level_body[adr + k / 6], e = k % 6, cadr = m->body_childadr[i];
+      for (int ch = 0; ch < m->body_childnum[i]; ch++)
+        caccbar[6 * i + e] += caccbar[6 * m->body_child[cadr + ch] + e];
+    }
+    SIM_SYNC();
     for (int k = lane; k < num; k += nlane) {
       int i = m->level_body[adr + k];
-      sim_real* ab = caccbar + 6 * i;
-      int cadr = m->body_childadr[i];
-      for (int ch = 0; ch < m->body_childnum[i]; ch++)
-        for (int e = 0; e < 6; e++) ab[e] += caccbar[6 * m->body_child[cadr + ch] + e];
+      const sim_real* ab = caccbar + 6 * i;
       int bda = m->body_dofadr[i];
       for (int j = bda; j < bda + m->body_dofnum[i]; j++) {
         for (int e = 0; e < 6; e++) d->adj_cdof_dot[6 * j + e] += ab[e] * d->qvel[j];

@@ -607,36 +607,51 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   SIM_SYNC();
 }
 
+// touched[a] = 1 where one of the nr rows listed has a non-zero J entry at the island's dof a, else 0 (dofs across
+// lanes). An entry (a, b) of J' D J over those rows with a dof untouched sums only exact zeros: skipped, or
+// J(r, b) t D(r) with J(r, b) = 0, which leaves a sum that starts at +0 at +0.
+SIM_FN void sim_hessian_touched(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, const int* rows, int nr,
+                                sim_real* touched, int lane, int nlane) {
+  for (int a = lane; a < c->n; a += nlane) {
+    int ja = c->dofs[a], t = 0;
+    for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
+    touched[a] = (sim_real)t;
+  }
+  SIM_SYNC();
+}
+
 // the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H row
-// by row (a row's entries across lanes: each sim_hessian_entry walks the same rows for every lane), then L = chol(H)
+// by row (a row's entries across lanes: each sim_hessian_entry walks the same rows for every lane; an entry with
+// a dof that no quadratic row touches is M's alone, +0 + M(a, b) as the walk would give), then L = chol(H)
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   sim_hessian_M(m, d, c, lane, nlane);
   int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane);
+  sim_real* touched = d->sol_cholupd;  // island-local scratch until sim_chol_solve
+  sim_hessian_touched(m, d, c, d->sol_qrow, nq, touched, lane, nlane);
   for (int a = 0; a < n; a++)
-    for (int b = lane; b <= a; b += nlane) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
+    for (int b = lane; b <= a; b += nlane)
+      d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, touched[a] != 0 && touched[b] != 0 ? nq : 0, a, b);
   SIM_SYNC();
   sim_chol_factor(d, n, lane, nlane);
 }
 
 // HessianIncremental: where MuJoCo applies rank-1 updates (serial) for the rows entering or leaving the
-// quadratic state, we recompute the entries of H that such a row touches (both dofs non-zero in its J row;
-// the other entries' sums are unchanged, bit for bit) and refactor with all lanes. H is then exactly the
-// Hessian a full rebuild gives, in any precision; the factor differs from MuJoCo's updated one by rounding.
+// quadratic state, we recompute the entries of H whose two dofs are both touched by such rows (non-zero in a
+// changed row's J) and refactor with all lanes. An entry that no changed row touches at both dofs gains or loses
+// only exact zero terms, so its recomputed sum is the stored one bit for bit: recomputing a superset of the
+// entries that changed is exact. H is then exactly the Hessian a full rebuild gives, in any precision; the
+// factor differs from MuJoCo's updated one by rounding.
 SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
-  int n = c->n, nv = m->nv;
+  int n = c->n;
   int* chg = d->sol_chg;
   int nq = sim_hessian_rows(d, c, chg, lane), nchg = d->sol_flag[0];
   if (nchg == 0) return;
+  sim_real* touched = d->sol_cholupd;  // island-local scratch until sim_chol_solve
+  sim_hessian_touched(m, d, c, chg, nchg, touched, lane, nlane);
   for (int a = 0; a < n; a++) {
-    int ja = c->dofs[a];
-    for (int b = lane; b <= a; b += nlane) {
-      int jb = c->dofs[b], hit = 0;
-      for (int k = 0; k < nchg && !hit; k++) {
-        const sim_real* J = d->efc_J + (size_t)chg[k] * nv;
-        hit = J[ja] != 0 && J[jb] != 0;
-      }
-      if (hit) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
-    }
+    if (touched[a] == 0) continue;  // the same for every lane
+    for (int b = lane; b <= a; b += nlane)
+      if (touched[b] != 0) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
   }
   SIM_SYNC();
   sim_chol_factor(d, n, lane, nlane);
