@@ -58,10 +58,7 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
     } else {
       int npair = diag * (diag + 1) / 2;
       for (int t = lane; t < npair; t += nlane) {
-        int p = (int)((sqrtf((float)(8 * t + 1)) - 1) / 2);  // t = p (p + 1) / 2 + e, 0 <= e <= p
-        while (p * (p + 1) / 2 > t) p--;
-        while ((p + 1) * (p + 2) / 2 <= t) p++;
-        int e = t - p * (p + 1) / 2, i = colind[start + p];
+        int p = m->M_tri[2 * t], e = m->M_tri[2 * t + 1], i = colind[start + p];  // t = p (p + 1) / 2 + e
         if (e < rownnz[i]) mat[rowadr[i] + e] += mat[start + e] * (-mat[start + p] * invD);
       }
     }

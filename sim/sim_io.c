@@ -12,6 +12,18 @@
 #define SIM_ALIGN 64
 static size_t align_up(size_t n) { return (n + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN; }
 
+// M_tri: the triangle of (p, e), 0 <= e <= p, in the order t = p (p + 1) / 2 + e, for the first nM pairs. A row
+// update of sim_factorI visits diag (diag + 1) / 2 of them, never more than nM (the ancestor at position p of a
+// row has at least p + 1 stored entries of its own).
+static void sim_M_tri_fill(SimModel* m) {
+  int t = 0;
+  for (int p = 0; t < m->nM; p++)
+    for (int e = 0; e <= p && t < m->nM; e++, t++) {
+      m->M_tri[2 * t] = p;
+      m->M_tri[2 * t + 1] = e;
+    }
+}
+
 // allocates the model's arrays for the sizes already set in m
 static int model_alloc(SimModel* m) {
   size_t total = 0;
@@ -194,6 +206,7 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
     m->M_rowadr[i] = mj->M_rowadr[i];
   }
   for (int k = 0; k < mj->nC; k++) m->M_colind[k] = mj->M_colind[k];
+  sim_M_tri_fill(m);
   // dof depths and the dofs grouped by depth (ascending id within a depth): the lane-parallel LDL solve's
   // schedule. Parents precede their children, so one ascending pass gives the depths.
   for (int i = 0; i < mj->nv; i++) {
@@ -364,6 +377,7 @@ int sim_model_full_mass_pattern(SimModel* m) {
     }
     adr += n;
   }
+  sim_M_tri_fill(m);
   free(old.buffer);
   return SIM_OK;
 }
