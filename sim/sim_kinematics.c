@@ -115,17 +115,15 @@ SIM_FN void sim_local2global(const SimWorld* d, sim_real* fpos, sim_real* fmat, 
 }
 
 // x[parent] += x[child] over the tree, deepest level first, children in decreasing id (MuJoCo's summation
-// order), for parents at levels >= minlevel (0: the world receives too); width values per body
+// order), for parents at levels >= minlevel (0: the world receives too); width values per body. A level's
+// parents and their width components across lanes (a level holds a few bodies).
 SIM_FN void sim_gather_children(const SimModel* m, sim_real* x, int width, int minlevel, int lane, int nlane) {
   for (int l = m->nlevel - 2; l >= minlevel; l--) {
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int p = m->level_body[adr + k];
+    for (int k = lane; k < num * width; k += nlane) {
+      int p = m->level_body[adr + k / width], e = k % width;
       int cadr = m->body_childadr[p];
-      for (int c = m->body_childnum[p] - 1; c >= 0; c--) {
-        const sim_real* src = x + width * m->body_child[cadr + c];
-        for (int e = 0; e < width; e++) x[width * p + e] += src[e];
-      }
+      for (int c = m->body_childnum[p] - 1; c >= 0; c--) x[width * p + e] += x[width * m->body_child[cadr + c] + e];
     }
     SIM_SYNC();
   }
