@@ -116,10 +116,7 @@ SIM_FN_STAGE void sim_adj_kinematics(const SimModel* m, SimWorld* d, int lane, i
   // deepest level first: joints of the body from last to first, then the subtree wrench into the parent
   for (int l = m->nlevel - 1; l >= 1; l--) {
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < 6 * num; k += nlane) {  // children (one level deeper, complete), components across lanes
-      int b = m->level_body[adr + k / 6], e = k % 6, cadr = m->body_childadr[b];
-      for (int ch = 0; ch < m->body_childnum[b]; ch++) W[6 * b + e] += W[6 * m->body_child[cadr + ch] + e];
-    }
+    sim_gather_level(m, W, 6, l, 0, lane, nlane);  // children (one level deeper, complete)
     SIM_SYNC();
     for (int k = lane; k < num; k += nlane) {
       int b = m->level_body[adr + k];

@@ -176,11 +176,7 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
   // cacc_b = cacc_parent + cdof_dot qvel: deepest first, into the parent (world cacc is constant)
   for (int l = m->nlevel - 1; l >= 1; l--) {
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < 6 * num; k += nlane) {  // the children's part first, components across lanes
-      int i = m->level_body[adr + k / 6], e = k % 6, cadr = m->body_childadr[i];
-      for (int ch = 0; ch < m->body_childnum[i]; ch++)
-        caccbar[6 * i + e] += caccbar[6 * m->body_child[cadr + ch] + e];
-    }
+    sim_gather_level(m, caccbar, 6, l, 0, lane, nlane);  // the children's part first
     SIM_SYNC();
     for (int k = lane; k < num; k += nlane) {
       int i = m->level_body[adr + k];

@@ -114,17 +114,21 @@ SIM_FN void sim_local2global(const SimWorld* d, sim_real* fpos, sim_real* fmat, 
   simg_store(fmat, gmat, xmat, 9);
 }
 
+// x[b] += x[child] for the bodies b of level l, children in increasing (desc = 0) or decreasing id; width values
+// per body, a level's bodies and their components across lanes (a level holds a few bodies). No sync.
+SIM_FN void sim_gather_level(const SimModel* m, sim_real* x, int width, int l, int desc, int lane, int nlane) {
+  int adr = m->level_adr[l], num = m->level_num[l];
+  for (int k = lane; k < num * width; k += nlane) {
+    int b = m->level_body[adr + k / width], e = k % width, cadr = m->body_childadr[b], nc = m->body_childnum[b];
+    for (int c = 0; c < nc; c++) x[width * b + e] += x[width * m->body_child[cadr + (desc ? nc - 1 - c : c)] + e];
+  }
+}
+
 // x[parent] += x[child] over the tree, deepest level first, children in decreasing id (MuJoCo's summation
-// order), for parents at levels >= minlevel (0: the world receives too); width values per body. A level's
-// parents and their width components across lanes (a level holds a few bodies).
+// order), for parents at levels >= minlevel (0: the world receives too); width values per body
 SIM_FN void sim_gather_children(const SimModel* m, sim_real* x, int width, int minlevel, int lane, int nlane) {
   for (int l = m->nlevel - 2; l >= minlevel; l--) {
-    int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num * width; k += nlane) {
-      int p = m->level_body[adr + k / width], e = k % width;
-      int cadr = m->body_childadr[p];
-      for (int c = m->body_childnum[p] - 1; c >= 0; c--) x[width * p + e] += x[width * m->body_child[cadr + c] + e];
-    }
+    sim_gather_level(m, x, width, l, 1, lane, nlane);
     SIM_SYNC();
   }
 }
