@@ -20,6 +20,12 @@ static uint64_t fnv(uint64_t h, const void* p, size_t n) {
   return h;
 }
 
+// the fixed LCG's next state, and a value uniform in [-0.5, 0.5) from a state's top bits
+static uint64_t lcg_step(uint64_t* s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
+static sim_real lcg_uniform(uint64_t x, int bits) {
+  return (sim_real)((double)(x >> (64 - bits)) / (double)(1ull << bits) - 0.5);
+}
+
 // FNV-1a of qpos, qvel and qacc of every world after every step of a rollout from keyframe 0 (qpos0 without
 // one) under controls uniform in [-0.5, 0.5) (a fixed LCG); Newton iterations summed into *niter. 0 on error.
 uint64_t FINGERPRINT(const mjModel* mm, int nworld, int nstep, long* niter, char* err, size_t errlen) {
@@ -35,10 +41,7 @@ uint64_t FINGERPRINT(const mjModel* mm, int nworld, int nstep, long* niter, char
   uint64_t h = 1469598103934665603ull, s = 12345;
   *niter = 0;
   for (int t = 0; t < nstep; t++) {
-    for (int i = 0; i < nworld * m->nu; i++) {
-      s = s * 6364136223846793005ull + 1442695040888963407ull;
-      d->ctrl[i] = (sim_real)((double)(s >> 11) / 9007199254740992.0 - 0.5);
-    }
+    for (int i = 0; i < nworld * m->nu; i++) d->ctrl[i] = lcg_uniform(lcg_step(&s), 53);
     sim_step(m, d);
     h = fnv(h, d->qpos, sizeof(sim_real) * (size_t)nworld * m->nq);
     h = fnv(h, d->qvel, sizeof(sim_real) * (size_t)nworld * m->nv);
@@ -67,17 +70,14 @@ uint64_t FINGERPRINT_GRAD(const mjModel* mm, int nworld, int nstep, char* err, s
   sim_reset(m, d, -1, mm->nkey > 0 ? 0 : -1);
   uint64_t h = 1469598103934665603ull, s = 12345;
   for (int t = 0; t < nstep + T; t++) {
-    for (int i = 0; i < nworld * m->nu; i++) {
-      s = s * 6364136223846793005ull + 1442695040888963407ull;
-      d->ctrl[i] = (sim_real)((double)(s >> 11) / 9007199254740992.0 - 0.5);
-    }
+    for (int i = 0; i < nworld * m->nu; i++) d->ctrl[i] = lcg_uniform(lcg_step(&s), 53);
     if (t < nstep) sim_step(m, d);
     else sim_control_step(m, d, nsub, 1);
   }
   for (int i = 0; i < nworld * m->nv; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    d->adj_qpos[i] = (sim_real)((double)(s >> 11) / 9007199254740992.0 - 0.5);
-    d->adj_qvel[i] = (sim_real)((double)(s >> 13) / 2251799813685248.0 - 0.5);
+    uint64_t x = lcg_step(&s);
+    d->adj_qpos[i] = lcg_uniform(x, 53);
+    d->adj_qvel[i] = lcg_uniform(x, 51);
   }
   for (int t = T - 1; t >= 0; t--) {
     if (sim_control_step_backward(m, d, nsub)) {
