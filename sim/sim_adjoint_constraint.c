@@ -274,8 +274,7 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
     SIM_SYNC();
     sim_solveLD(m, lambda, d->qLD, d->qLDiagInv, lane, nlane);
   } else {
-    // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L (dense, or
-    // in M's tree layout: sim_hessian_tree_ok)
+    // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L
     if (lane == 0) d->adj_nconstraint[0]++;
     int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows
     for (int i = lane; i < nv; i += nlane) {
@@ -290,7 +289,7 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
     ctx.n = nv;
     ctx.nr = nefc;
     sim_hessian_factor(m, d, &ctx, lane, nlane);
-    sim_chol_solve(m, d, &ctx, lane, nlane);
+    sim_chol_solve(d, &ctx, lane, nlane);
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->sol_Mgrad[i];
   }
   for (int i = lane; i < nv; i += nlane) d->adj_qfrc_smooth[i] += lambda[i];

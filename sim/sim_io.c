@@ -14,10 +14,8 @@ static size_t align_up(size_t n) { return (n + SIM_ALIGN - 1) / SIM_ALIGN * SIM_
 
 // M_tri: the triangle of (p, e), 0 <= e <= p, in the order t = p (p + 1) / 2 + e, for the first nM pairs. A row
 // update of sim_factorI visits diag (diag + 1) / 2 of them, never more than nM (the ancestor at position p of a
-// row has at least p + 1 stored entries of its own). M_row: each entry's row, for loops over all entries.
+// row has at least p + 1 stored entries of its own).
 static void sim_M_tri_fill(SimModel* m) {
-  for (int i = 0; i < m->nv; i++)
-    for (int k = 0; k < m->M_rownnz[i]; k++) m->M_row[m->M_rowadr[i] + k] = i;
   int t = 0;
   for (int p = 0; t < m->nM; p++)
     for (int e = 0; e <= p && t < m->nM; e++, t++) {
@@ -209,14 +207,6 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
   }
   for (int k = 0; k < mj->nC; k++) m->M_colind[k] = mj->M_colind[k];
   sim_M_tri_fill(m);
-  // as compiled, before any widening (sim_model_full_mass_pattern): where MuJoCo left out the zero blocks of simple
-  // bodies the solver stays dense, so that enabling per-world overrides keeps every bit
-  m->M_chain = 1;
-  for (int i = 0; i < mj->nv; i++) {
-    int n = 0;
-    for (int j = i; j >= 0; j = m->dof_parentid[j]) n++;
-    m->M_chain &= m->M_rownnz[i] == n;
-  }
   // dof depths and the dofs grouped by depth (ascending id within a depth): the lane-parallel LDL solve's
   // schedule. Parents precede their children, so one ascending pass gives the depths.
   for (int i = 0; i < mj->nv; i++) {

@@ -173,7 +173,6 @@ enum {
   X(int, M_rowadr, nv, 1)                                                                          \
   X(int, M_colind, nM, 1)                                                                          \
   X(int, M_tri, nM, 2)                /* pair t -> (p, e), t = p (p + 1) / 2 + e: sim_factorI's lanes */  \
-  X(int, M_row, nM, 1)                /* row (dof) of each entry */                                \
   X(int, dof_depth, nv, 1)            /* number of ancestor dofs */                                \
   X(int, dof_level_adr, nv, 1)        /* first entry of each depth in dof_level_dof */             \
   X(int, dof_level_num, nv, 1)        /* dofs at each depth (0 beyond the deepest) */              \
@@ -323,7 +322,6 @@ typedef struct SIM_SFX(SimModel) {
   int disableflags;
   int enableflags;
   int has_tendon_armature;
-  int M_chain;  // 1: MuJoCo's compiled M pattern lists every ancestor of each dof (the solver's tree layout)
 #define X(type, name, count, width) type* name;
   SIM_MODEL_FIELDS
 #undef X

@@ -1,7 +1,6 @@
 // sim_solver.c: constraint islands (mj_island), warm start (engine_forward.c:warmstart) and MuJoCo's primal
-// Newton solver (engine_solver.c:mj_solPrimal with flg_Newton; pyramidal cones), matching MuJoCo 3.12 iterate
-// for iterate with its dense Hessian; where every row lies on one kinematic chain the Hessian takes the mass
-// matrix's sparse tree layout instead (below), whose factor rounds otherwise. Included by sim_constraint.c.
+// Newton solver (engine_solver.c:mj_solPrimal with flg_Newton; dense Hessian, pyramidal cones), matching
+// MuJoCo 3.12 iterate for iterate. Included by sim_constraint.c.
 //
 // Lanes: every lane runs the same control flow and computes the scalars (costs, dot products, the whole
 // line search) from the same data, so all lanes take the same branches. Sums over rows or dofs are lane sums
@@ -236,7 +235,6 @@ typedef struct SimSolveCtx {
   sim_real scale;
   sim_real quadGauss[3];  // [1], [2]: the search direction's Gauss quadratic
   int LSiter;
-  int tree;  // the Hessian in M's tree layout (sim_hessian_tree_ok), else dense
 } SimSolveCtx;
 
 // Huber cost of a friction-loss row
@@ -622,81 +620,14 @@ SIM_FN void sim_hessian_touched(const SimModel* m, const SimWorld* d, const SimS
   SIM_SYNC();
 }
 
-// ---- the Hessian in the mass matrix's tree layout ----
-// Where every row of the solve has its J non-zero only on one chain (a dof and its ancestors), as a contact of a
-// robot with the ground, a joint limit or a dof's friction loss, H = M + J' D J has M's pattern: an entry off the
-// pattern pairs dofs of two branches, which no row touches both of. When the solve spans all dofs and M's pattern
-// lists every ancestor of each dof (no simple-body shortcut), H is then stored in M's layout (sol_H's first nM
-// entries), each entry summed as sim_hessian_entry sums it, and factored as M is (sim_factorI: L'DL from the
-// leaves, no fill; into sol_L, the diagonal's inverse in sol_cholupd) and solved by dof depth (sim_solveLD): for
-// the G1, 341 entries and a sparse factor instead of 630 entries and a dense 35 x 35 Cholesky. The factor rounds
-// otherwise than MuJoCo's dense one; the iterates move by rounding only. Any other solve stays dense.
-
-// 1 where row rows[I] has J non-zero off the chain of its last non-zero dof
-SIM_FN int sim_hessian_tree_bad(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int I) {
-  int nv = m->nv;
-  const sim_real* J = d->efc_J + (size_t)c->rows[I] * nv;
-  int j = nv - 1;
-  while (j >= 0 && J[j] == 0) j--;
-  if (j < 0) return 0;
-  int p = m->dof_parentid[j];  // the next ancestor on j's chain
-  for (int k = j - 1; k >= 0; k--) {
-    if (k == p) p = m->dof_parentid[p];
-    else if (J[k] != 0) return 1;
-  }
-  return 0;
-}
-
-// the same answer for every lane: the solve spans all dofs (n = nv, in order), M's compiled pattern lists every
-// ancestor (M_chain) and no row leaves its chain
-SIM_FN int sim_hessian_tree_ok(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int lane, int nlane) {
-  if (c->n != m->nv || m->nv < 1 || !m->M_chain) return 0;
-  sim_real nbad;
-  SIM_LSUM(nbad, c->nr, I, (sim_real)sim_hessian_tree_bad(m, d, c, I), lane, nlane);
-  return nbad == 0;
-}
-
-// H's entries in M's layout (entry t: row M_row[t], column M_colind[t] <= the row), across lanes; with only set,
-// just those whose two dofs are touched, else all (an entry with an untouched dof is +0 + M's, as in the dense
-// build). Then the factor: sol_L = H, L'DL in place.
-SIM_FN void sim_hessian_tree_build(const SimModel* m, SimWorld* d, int nq, const sim_real* touched, int only,
-                                   int lane, int nlane) {
-  int nv = m->nv;
-  for (int t = lane; t < m->nM; t += nlane) {
-    int a = m->M_row[t], b = m->M_colind[t], both = touched[a] != 0 && touched[b] != 0;
-    if (only && !both) continue;
-    sim_real s = 0;
-    if (both)
-      for (int q = 0; q < nq; q++) {
-        int r = d->sol_qrow[q];
-        const sim_real* J = d->efc_J + (size_t)r * nv;
-        sim_real u = J[a];
-        if (u == 0) continue;
-        s += J[b] * (u * d->efc_D[r]);
-      }
-    d->sol_H[t] = s + d->M[t];
-  }
-  SIM_SYNC();  // H complete; every lane is done reading touched (sol_cholupd), which takes the factor's diagonal
-  for (int t = lane; t < m->nM; t += nlane) d->sol_L[t] = d->sol_H[t];
-  SIM_SYNC();
-  sim_factorI(m, d->sol_L, d->sol_cholupd, lane, nlane);
-  SIM_SYNC();
-}
-
 // the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H row
 // by row (a row's entries across lanes: each sim_hessian_entry walks the same rows for every lane; an entry with
-// a dof that no quadratic row touches is M's alone, +0 + M(a, b) as the walk would give), then L = chol(H); or
-// all of it in the tree layout where sim_hessian_tree_ok allows
+// a dof that no quadratic row touches is M's alone, +0 + M(a, b) as the walk would give), then L = chol(H)
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
-  c->tree = sim_hessian_tree_ok(m, d, c, lane, nlane);
-  int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane);
-  sim_real* touched = d->sol_cholupd;  // island-local scratch until the factor
-  sim_hessian_touched(m, d, c, d->sol_qrow, nq, touched, lane, nlane);
-  if (c->tree) {
-    sim_hessian_tree_build(m, d, nq, touched, 0, lane, nlane);
-    return;
-  }
   sim_hessian_M(m, d, c, lane, nlane);
+  int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane);
+  sim_real* touched = d->sol_cholupd;  // island-local scratch until sim_chol_solve
+  sim_hessian_touched(m, d, c, d->sol_qrow, nq, touched, lane, nlane);
   for (int a = 0; a < n; a++)
     for (int b = lane; b <= a; b += nlane)
       d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, touched[a] != 0 && touched[b] != 0 ? nq : 0, a, b);
@@ -715,12 +646,8 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
   int* chg = d->sol_chg;
   int nq = sim_hessian_rows(d, c, chg, lane), nchg = d->sol_flag[0];
   if (nchg == 0) return;
-  sim_real* touched = d->sol_cholupd;  // island-local scratch until the factor
+  sim_real* touched = d->sol_cholupd;  // island-local scratch until sim_chol_solve
   sim_hessian_touched(m, d, c, chg, nchg, touched, lane, nlane);
-  if (c->tree) {
-    sim_hessian_tree_build(m, d, nq, touched, 1, lane, nlane);
-    return;
-  }
   for (int a = 0; a < n; a++) {
     if (touched[a] == 0) continue;  // the same for every lane
     for (int b = lane; b <= a; b += nlane)
@@ -730,20 +657,14 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
   sim_chol_factor(d, n, lane, nlane);
 }
 
-// Mgrad = H^-1 grad: in the tree layout by sim_solveLD (all dofs, in order); else mju_cholSolve on the
-// island-local dense factor. Column-oriented substitutions: once res[k] is
+// Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: once res[k] is
 // final every lane subtracts its multiple from the entries it holds, lane l the entries k + 1 + l, k + 1 + l +
 // nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
 // Lane 0 thus holds the next entry to finish and divides it without waiting. The forward solve subtracts in
 // MuJoCo's order (ascending k), the backward one in descending order.
-SIM_FN_STAGE void sim_chol_solve(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
+SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
-  if (c->tree) {
-    for (int i = lane; i < n; i += nlane) d->sol_Mgrad[i] = d->sol_grad[i];
-    sim_solveLD(m, d->sol_Mgrad, d->sol_L, d->sol_cholupd, lane, nlane);
-    return;
-  }
   const sim_real* L = d->sol_L;
   sim_real* res = d->sol_cholupd;  // island-local scratch
   for (int i = lane; i < n; i += nlane) res[i] = d->sol_grad[dofs[i]];
@@ -775,7 +696,6 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   c->n = n;
   c->nr = nr;
   c->LSiter = 0;
-  c->tree = 0;
   sim_real tol = m->tolerance;
   if (tol > 0 && tol < (sim_real)SIM_SOLVER_TOLMIN) tol = (sim_real)SIM_SOLVER_TOLMIN;
   sim_real* grad = d->sol_grad;
@@ -809,7 +729,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   int done = flg_gap && flg_gradient;
   if (!done) {
     sim_hessian_factor(m, d, c, lane, nlane);
-    sim_chol_solve(m, d, c, lane, nlane);
+    sim_chol_solve(d, c, lane, nlane);
     done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane)) < tol;
   }
   if (!done)
@@ -837,7 +757,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     SIM_SYNC();
     sim_primal_update(m, d, c, lane, nlane);
     sim_hessian_incremental(m, d, c, lane, nlane);
-    sim_chol_solve(m, d, c, lane, nlane);
+    sim_chol_solve(d, c, lane, nlane);
     sim_real improvement = scale * ls_improvement;
     sim_dot2_dofs(grad, Mgrad, dofs, n, &gg, &gMg, lane, nlane);
     sim_real gradient = scale * sim_sqrt(gg);
