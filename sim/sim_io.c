@@ -16,6 +16,21 @@ static size_t align_up(size_t n) { return (n + SIM_ALIGN - 1) / SIM_ALIGN * SIM_
 // update of sim_factorI visits diag (diag + 1) / 2 of them, never more than nM (the ancestor at position p of a
 // row has at least p + 1 stored entries of its own).
 static void sim_M_tri_fill(SimModel* m) {
+  // M_desc: each dof's descendants with their entry in its column, as sim_mulM_dofs sums them: the dofs that
+  // follow i while their row holds i at position rownnz(i) - 1 (a subtree is contiguous)
+  int q = 0;
+  for (int i = 0; i < m->nv; i++) {
+    int diag = m->M_rownnz[i] - 1;
+    m->M_desc_adr[i] = q;
+    for (int c = i + 1; c < m->nv; c++) {
+      int cadr = m->M_rowadr[c];
+      if (m->M_rownnz[c] <= diag + 1 || m->M_colind[cadr + diag] != i) break;
+      m->M_desc[2 * q] = c;
+      m->M_desc[2 * q + 1] = cadr + diag;
+      q++;
+    }
+    m->M_desc_num[i] = q - m->M_desc_adr[i];
+  }
   int t = 0;
   for (int p = 0; t < m->nM; p++)
     for (int e = 0; e <= p && t < m->nM; e++, t++) {

@@ -173,6 +173,9 @@ enum {
   X(int, M_rowadr, nv, 1)                                                                          \
   X(int, M_colind, nM, 1)                                                                          \
   X(int, M_tri, nM, 2)                /* pair t -> (p, e), t = p (p + 1) / 2 + e: sim_factorI's lanes */  \
+  X(int, M_desc_adr, nv, 1)           /* first of dof i's entries in M_desc */                     \
+  X(int, M_desc_num, nv, 1)           /* number of them */                                         \
+  X(int, M_desc, nM, 2)               /* (descendant c, address of M(c, i)), ascending c: M v */   \
   X(int, dof_depth, nv, 1)            /* number of ancestor dofs */                                \
   X(int, dof_level_adr, nv, 1)        /* first entry of each depth in dof_level_dof */             \
   X(int, dof_level_num, nv, 1)        /* dofs at each depth (0 beyond the deepest) */              \

@@ -153,19 +153,16 @@ SIM_FN void sim_island_onetree(const SimModel* m, SimWorld* d, int lane, int nla
 // res = M v on a set of dofs closed under the tree (dofs NULL: all dofs), one output per lane. M's row i holds
 // the ancestor dofs of i (ascending, diagonal last) and a dof's descendants follow it contiguously, each with i
 // at position rownnz(i) - 1 of its row. Each output sums its own row (descending), then its descendants' entries
-// (ascending): the order in which mju_mulSymVecSparse's row sweep accumulates it.
+// (ascending, listed in M_desc, so that no load waits on the previous descendant's test): the order in which
+// mju_mulSymVecSparse's row sweep accumulates it.
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
                           int n, int lane, int nlane) {
-  int nv = m->nv;
   for (int k = lane; k < n; k += nlane) {
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     sim_real s = M[adr + diag] * v[i];
     for (int q = diag - 1; q >= 0; q--) s += M[adr + q] * v[m->M_colind[adr + q]];
-    for (int c = i + 1; c < nv; c++) {
-      int cadr = m->M_rowadr[c];
-      if (m->M_rownnz[c] <= diag + 1 || m->M_colind[cadr + diag] != i) break;
-      s += M[cadr + diag] * v[c];
-    }
+    const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
+    for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s += M[desc[2 * q + 1]] * v[desc[2 * q]];
     res[i] = s;
   }
 }
@@ -539,10 +536,34 @@ SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, 
   SIM_SYNC();
 }
 
-// One pass of lane 0 over the island's rows: those in the quadratic state, ascending, into sol_qrow (their
-// count returned to every lane) and, with chg, those whose quadratic state changed since efc_oldstate into chg
-// (their count in sol_flag[0]).
+// The island's rows in the quadratic state, ascending, into sol_qrow (their count returned to every lane) and,
+// with chg, those whose quadratic state changed since efc_oldstate into chg (their count in sol_flag[0]). On the
+// GPU the warp takes 32 rows per pass and places each listed row by a ballot's prefix count; elsewhere lane 0
+// walks them. Both give the same lists.
 SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lane) {
+#ifdef __CUDA_ARCH__
+  int k = 0, nchg = 0;
+  unsigned below = (1u << lane) - 1;
+  for (int base = 0; base < c->nr; base += 32) {
+    int q = base + lane, r = -1, is = 0, ch = 0;
+    if (q < c->nr) {
+      r = c->rows[q];
+      is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
+      ch = chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC);
+    }
+    unsigned mis = __ballot_sync(0xffffffffu, is), mch = __ballot_sync(0xffffffffu, ch);
+    if (is) d->sol_qrow[k + __popc(mis & below)] = r;
+    if (ch) chg[nchg + __popc(mch & below)] = r;
+    k += __popc(mis);
+    nchg += __popc(mch);
+  }
+  if (lane == 0) {
+    d->sol_flag[0] = nchg;
+    d->sol_flag[1] = k;
+  }
+  SIM_SYNC();
+  return k;
+#else
   if (lane == 0) {
     int k = 0, nchg = 0;
     for (int q = 0; q < c->nr; q++) {
@@ -555,6 +576,7 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lan
   }
   SIM_SYNC();
   return d->sol_flag[1];
+#endif
 }
 
 // entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): the nq quadratic rows in
