@@ -32,6 +32,19 @@ SIM_FN_STAGE void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   SIM_SYNC();
 }
 
+// pair t of row k's update in sim_factorI: the entry it changes (dst, -1 if none) and its two sources
+SIM_FN void sim_factorI_pair(const SimModel* m, int k, int t, int* dst, int* se, int* sp) {
+  int start = m->M_rowadr[k], diag = m->M_rownnz[k] - 1;
+  *dst = -1;
+  if (t >= diag * (diag + 1) / 2) return;
+  int p = m->M_tri[2 * t], e = m->M_tri[2 * t + 1], i = m->M_colind[start + p];
+  if (e < m->M_rownnz[i]) {
+    *dst = m->M_rowadr[i] + e;
+    *se = start + e;
+    *sp = start + p;
+  }
+}
+
 // in-place L'DL factorization of a matrix in M's CSR layout (mj_factorI). Rows are processed from the
 // last. Row k's update changes each entry (p, e) of its ancestors' rows once: the ancestor at position p of row
 // k (row colind[start + p], whose stored entries are row k's first p + 1) gains mat[start + e] * scl_p, e <= p.
@@ -42,6 +55,9 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
   const int* colind = m->M_colind;
+  // a lane's first pair of each row is read during the row before (the pattern's loads wait on nothing)
+  int d0 = -1, e0 = 0, p0 = 0;
+  if (nlane > 1 && m->nv > 0) sim_factorI_pair(m, m->nv - 1, lane, &d0, &e0, &p0);
   for (int k = m->nv - 1; k >= 0; k--) {
     int start = rowadr[k];
     int diag = rownnz[k] - 1;
@@ -57,10 +73,12 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
       }
     } else {
       int npair = diag * (diag + 1) / 2;
-      for (int t = lane; t < npair; t += nlane) {
+      if (d0 >= 0) mat[d0] += mat[e0] * (-mat[p0] * invD);
+      for (int t = lane + nlane; t < npair; t += nlane) {
         int p = m->M_tri[2 * t], e = m->M_tri[2 * t + 1], i = colind[start + p];  // t = p (p + 1) / 2 + e
         if (e < rownnz[i]) mat[rowadr[i] + e] += mat[start + e] * (-mat[start + p] * invD);
       }
+      if (k > 0) sim_factorI_pair(m, k - 1, lane, &d0, &e0, &p0);
     }
     SIM_SYNC();
     for (int e = lane; e < diag; e += nlane) mat[start + e] *= invD;
@@ -92,6 +110,25 @@ SIM_FN int sim_dof_nlevel(const SimModel* m) {
   return n;
 }
 
+// sim_solveLD's first sweep, the dof at position s of dof_level_dof (none below s0): its row's end and this
+// lane's first entry of it (address, column, factor value)
+typedef struct SimLDRow {
+  int i, adr, end, col;
+  sim_real lv;
+} SimLDRow;
+SIM_FN SimLDRow sim_solveLD_row(const SimModel* m, const sim_real* qLD, int s, int s0, int lane) {
+  SimLDRow r = {0, 0, 0, 0, 0};
+  if (s < s0) return r;
+  r.i = m->dof_level_dof[s];
+  r.adr = m->M_rowadr[r.i] + lane;
+  r.end = m->M_rowadr[r.i] + m->M_rownnz[r.i] - 1;
+  if (r.adr < r.end) {
+    r.col = m->M_colind[r.adr];
+    r.lv = qLD[r.adr];
+  }
+  return r;
+}
+
 // x <- (L'DL)^-1 x (mj_solveLD, one vector), by dof depths. L' x: each dof scatters its terms into its ancestors,
 // the deepest depth first and within a depth descending in id (MuJoCo's sweep runs descending in id: the same
 // terms, subtracted in another order where the tree branches); a dof's ancestors across lanes, a sync after
@@ -104,16 +141,20 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
   const int* colind = m->M_colind;
   int nv = m->nv, nlev = sim_dof_nlevel(m);
   SIM_SYNC();  // x complete
-  for (int l = nlev - 1; l >= 1; l--) {
-    int ladr = m->dof_level_adr[l], num = m->dof_level_num[l];
-    for (int q = num - 1; q >= 0; q--) {
-      int i = m->dof_level_dof[ladr + q];
-      sim_real xi = x[i];
-      if (xi == 0) continue;
-      int start = rowadr[i], end = start + rownnz[i] - 1;
-      for (int adr = start + lane; adr < end; adr += nlane) x[colind[adr]] -= qLD[adr] * xi;
+  // The dofs of depth >= 1, deepest first and descending in id within a depth, are dof_level_dof read backwards
+  // from its end. Each dof's row is read during the step before, so that a step waits only on x: the pattern's
+  // loads do not depend on it.
+  int s0 = nv > 0 ? m->dof_level_num[0] : 0;
+  SimLDRow r = sim_solveLD_row(m, qLD, nv - 1, s0, lane);
+  for (int s = nv - 1; s >= s0; s--) {
+    SimLDRow next = sim_solveLD_row(m, qLD, s - 1, s0, lane);
+    sim_real xi = x[r.i];
+    if (xi != 0) {
+      if (r.adr < r.end) x[r.col] -= r.lv * xi;
+      for (int a = r.adr + nlane; a < r.end; a += nlane) x[colind[a]] -= qLD[a] * xi;
       SIM_SYNC();
     }
+    r = next;
   }
   for (int i = lane; i < nv; i += nlane) x[i] *= diaginv[i];
   SIM_SYNC();
