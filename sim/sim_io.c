@@ -12,12 +12,13 @@
 #define SIM_ALIGN 64
 static size_t align_up(size_t n) { return (n + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN; }
 
+// The mass matrix's pattern tables, from M_rownnz / M_rowadr / M_colind.
+// M_desc: each dof's descendants with their entry in its column, as sim_mulM_dofs sums them: the dofs that follow
+// i while their row holds i at position rownnz(i) - 1 (a subtree is contiguous).
 // M_tri: the triangle of (p, e), 0 <= e <= p, in the order t = p (p + 1) / 2 + e, for the first nM pairs. A row
 // update of sim_factorI visits diag (diag + 1) / 2 of them, never more than nM (the ancestor at position p of a
 // row has at least p + 1 stored entries of its own).
-static void sim_M_tri_fill(SimModel* m) {
-  // M_desc: each dof's descendants with their entry in its column, as sim_mulM_dofs sums them: the dofs that
-  // follow i while their row holds i at position rownnz(i) - 1 (a subtree is contiguous)
+static void sim_M_tables_fill(SimModel* m) {
   int q = 0;
   for (int i = 0; i < m->nv; i++) {
     int diag = m->M_rownnz[i] - 1;
@@ -221,7 +222,7 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
     m->M_rowadr[i] = mj->M_rowadr[i];
   }
   for (int k = 0; k < mj->nC; k++) m->M_colind[k] = mj->M_colind[k];
-  sim_M_tri_fill(m);
+  sim_M_tables_fill(m);
   // dof depths and the dofs grouped by depth (ascending id within a depth): the lane-parallel LDL solve's
   // schedule. Parents precede their children, so one ascending pass gives the depths.
   for (int i = 0; i < mj->nv; i++) {
@@ -392,7 +393,7 @@ int sim_model_full_mass_pattern(SimModel* m) {
     }
     adr += n;
   }
-  sim_M_tri_fill(m);
+  sim_M_tables_fill(m);
   free(old.buffer);
   return SIM_OK;
 }
