@@ -32,9 +32,9 @@ SIM_FN_STAGE void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   SIM_SYNC();
 }
 
-// pair t of row k's update in sim_factorI: the entry it changes (dst, -1 if none) and its two sources
-SIM_FN void sim_factorI_pair(const SimModel* m, int k, int t, int* dst, int* se, int* sp) {
-  int start = m->M_rowadr[k], diag = m->M_rownnz[k] - 1;
+// pair t of the update by the row at start with diag ancestors in sim_factorI: the entry it changes (dst, -1 if
+// none) and its two sources
+SIM_FN void sim_factorI_pair(const SimModel* m, int start, int diag, int t, int* dst, int* se, int* sp) {
   *dst = -1;
   if (t >= diag * (diag + 1) / 2) return;
   int p = m->M_tri[2 * t], e = m->M_tri[2 * t + 1], i = m->M_colind[start + p];
@@ -57,7 +57,7 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
   const int* colind = m->M_colind;
   // a lane's first pair of each row is read during the row before (the pattern's loads wait on nothing)
   int d0 = -1, e0 = 0, p0 = 0;
-  if (nlane > 1 && m->nv > 0) sim_factorI_pair(m, m->nv - 1, lane, &d0, &e0, &p0);
+  if (nlane > 1 && m->nv > 0) sim_factorI_pair(m, rowadr[m->nv - 1], rownnz[m->nv - 1] - 1, lane, &d0, &e0, &p0);
   for (int k = m->nv - 1; k >= 0; k--) {
     int start = rowadr[k];
     int diag = rownnz[k] - 1;
@@ -75,10 +75,11 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
       int npair = diag * (diag + 1) / 2;
       if (d0 >= 0) mat[d0] += mat[e0] * (-mat[p0] * invD);
       for (int t = lane + nlane; t < npair; t += nlane) {
-        int p = m->M_tri[2 * t], e = m->M_tri[2 * t + 1], i = colind[start + p];  // t = p (p + 1) / 2 + e
-        if (e < rownnz[i]) mat[rowadr[i] + e] += mat[start + e] * (-mat[start + p] * invD);
+        int dst, se = 0, sp = 0;
+        sim_factorI_pair(m, start, diag, t, &dst, &se, &sp);
+        if (dst >= 0) mat[dst] += mat[se] * (-mat[sp] * invD);
       }
-      if (k > 0) sim_factorI_pair(m, k - 1, lane, &d0, &e0, &p0);
+      if (k > 0) sim_factorI_pair(m, rowadr[k - 1], rownnz[k - 1] - 1, lane, &d0, &e0, &p0);
     }
     SIM_SYNC();
     for (int e = lane; e < diag; e += nlane) mat[start + e] *= invD;
