@@ -75,6 +75,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_L, nv, m->nv)       /* Cholesky factor of sol_H (lower; its transpose above) */  \
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_qrow, nefcmax, 1)        /* the island's rows in the quadratic state (Hessian builds) */ \
-  X(int, sol_flag, one, 2)            /* lane 0 -> all lanes: number of changed, of quadratic rows */
+  X(int, sol_tdof, nv, 1)             /* island dofs touched by the rows of a Hessian build */      \
+  X(int, sol_flag, one, 3)            /* lane 0 -> all lanes: number of changed, of quadratic rows, touched dofs */
 
 #endif

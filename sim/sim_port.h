@@ -131,6 +131,38 @@ SIM_FN sim_real sim_lsum(sim_real* part, int lane, int nlane) {
   return out;
 }
 
+// Warp exchange: the warp forms of some loops (the Newton factor and solve, list compaction) keep per-lane values
+// in registers and exchange them by shuffle and ballot. They run where SIM_WARP is 1 and nlane is 32: on the GPU,
+// and in tests/sim_lanes.c (threads as lanes), which defines SIM_WARP_EXTERNAL and provides sim_shfl and
+// sim_ballot through a shared array and barriers, so that the CPU tests check these forms against the one-lane
+// code bit for bit. Elsewhere SIM_WARP is 0 and the branches fold away. Calls must be reached by all 32 lanes.
+#ifdef __CUDA_ARCH__
+#define SIM_WARP 1
+SIM_FN sim_real sim_shfl(sim_real x, int src, int lane) {  // lane src's x, to every lane
+  (void)lane;
+  return __shfl_sync(0xffffffffu, x, src);
+}
+SIM_FN unsigned sim_ballot(int pred, int lane) {  // bit l set where lane l's pred is non-zero
+  (void)lane;
+  return __ballot_sync(0xffffffffu, pred);
+}
+SIM_FN int sim_popc(unsigned x) { return __popc(x); }
+#elif defined(SIM_WARP_EXTERNAL)
+#define SIM_WARP 1
+SIM_FN sim_real sim_shfl(sim_real x, int src, int lane);  // defined by the includer
+SIM_FN unsigned sim_ballot(int pred, int lane);
+SIM_FN int sim_popc(unsigned x) { return __builtin_popcount(x); }
+#else
+#define SIM_WARP 0
+SIM_FN sim_real sim_shfl(sim_real x, int src, int lane) {  // never reached: one lane
+  (void)src;
+  (void)lane;
+  return x;
+}
+SIM_FN unsigned sim_ballot(int pred, int lane) { return (unsigned)(pred != 0) << lane; }
+SIM_FN int sim_popc(unsigned x) { return __builtin_popcount(x); }
+#endif
+
 // Partial loop: k counts a lane's partials, p is the partial's index. On the GPU a lane has exactly one
 // (p = lane, k = 0, a constant), so partial arrays stay in registers instead of local memory.
 #ifdef __CUDA_ARCH__

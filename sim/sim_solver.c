@@ -537,33 +537,33 @@ SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, 
 }
 
 // The island's rows in the quadratic state, ascending, into sol_qrow (their count returned to every lane) and,
-// with chg, those whose quadratic state changed since efc_oldstate into chg (their count in sol_flag[0]). On the
-// GPU the warp takes 32 rows per pass and places each listed row by a ballot's prefix count; elsewhere lane 0
-// walks them. Both give the same lists.
-SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lane) {
-#ifdef __CUDA_ARCH__
-  int k = 0, nchg = 0;
-  unsigned below = (1u << lane) - 1;
-  for (int base = 0; base < c->nr; base += 32) {
-    int q = base + lane, r = -1, is = 0, ch = 0;
-    if (q < c->nr) {
-      r = c->rows[q];
-      is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
-      ch = chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC);
+// with chg, those whose quadratic state changed since efc_oldstate into chg (their count in sol_flag[0]). A warp
+// (SIM_WARP) takes 32 rows per pass and places each listed row by a ballot's prefix count; elsewhere lane 0 walks
+// them. Both give the same lists.
+SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lane, int nlane) {
+  if (SIM_WARP && nlane == 32) {
+    int k = 0, nchg = 0;
+    unsigned below = (1u << lane) - 1;
+    for (int base = 0; base < c->nr; base += 32) {
+      int q = base + lane, r = -1, is = 0, ch = 0;
+      if (q < c->nr) {
+        r = c->rows[q];
+        is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
+        ch = chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC);
+      }
+      unsigned mis = sim_ballot(is, lane), mch = sim_ballot(ch, lane);
+      if (is) d->sol_qrow[k + sim_popc(mis & below)] = r;
+      if (ch) chg[nchg + sim_popc(mch & below)] = r;
+      k += sim_popc(mis);
+      nchg += sim_popc(mch);
     }
-    unsigned mis = __ballot_sync(0xffffffffu, is), mch = __ballot_sync(0xffffffffu, ch);
-    if (is) d->sol_qrow[k + __popc(mis & below)] = r;
-    if (ch) chg[nchg + __popc(mch & below)] = r;
-    k += __popc(mis);
-    nchg += __popc(mch);
+    if (lane == 0) {
+      d->sol_flag[0] = nchg;
+      d->sol_flag[1] = k;
+    }
+    SIM_SYNC();
+    return k;
   }
-  if (lane == 0) {
-    d->sol_flag[0] = nchg;
-    d->sol_flag[1] = k;
-  }
-  SIM_SYNC();
-  return k;
-#else
   if (lane == 0) {
     int k = 0, nchg = 0;
     for (int q = 0; q < c->nr; q++) {
@@ -576,7 +576,6 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lan
   }
   SIM_SYNC();
   return d->sol_flag[1];
-#endif
 }
 
 // entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): the nq quadratic rows in
@@ -606,6 +605,40 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
 SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
+  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l owns rows l and l + 32 in every column,
+  // so its chains stay in registers, the diagonal's chain reaches the other lanes by a shuffle, and the one sync
+  // per column is the one the next column's L(k + 1, j) needs.
+  if (SIM_WARP && nlane == 32 && n <= 64) {
+    for (int k = 0; k < n; k++) {
+      const sim_real* lk = L + k * n;
+      sim_real a0 = 0, a1 = 0;
+      if (lane >= k && lane < n) {
+        a0 = H[lane * n + k];
+        for (int j = 0; j < k; j++) a0 -= L[j * n + lane] * lk[j];
+      }
+      if (lane + 32 >= k && lane + 32 < n) {
+        a1 = H[(lane + 32) * n + k];
+        for (int j = 0; j < k; j++) a1 -= L[j * n + lane + 32] * lk[j];
+      }
+      sim_real tmp = sim_shfl(k < 32 ? a0 : a1, k & 31, lane);
+      int deficient = tmp < (sim_real)SIM_MINVAL;
+      if (deficient) tmp = (sim_real)SIM_MINVAL;
+      sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
+      if (lane > k && lane < n) {
+        sim_real v = deficient ? 0 : a0 * inv;
+        L[lane * n + k] = v;
+        L[k * n + lane] = v;
+      }
+      if (lane + 32 > k && lane + 32 < n) {
+        sim_real v = deficient ? 0 : a1 * inv;
+        L[(lane + 32) * n + k] = v;
+        L[k * n + lane + 32] = v;
+      }
+      if (lane == (k & 31)) L[k * (n + 1)] = diag;
+      SIM_SYNC();
+    }
+    return;
+  }
   for (int k = 0; k < n; k++) {
     const sim_real* lk = L + k * n;  // L(k, j), j < k
     for (int i = k + lane; i < n; i += nlane) {
@@ -629,31 +662,71 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   SIM_SYNC();
 }
 
-// touched[a] = 1 where one of the nr rows listed has a non-zero J entry at the island's dof a, else 0 (dofs across
-// lanes). An entry (a, b) of J' D J over those rows with a dof untouched sums only exact zeros: skipped, or
-// J(r, b) t D(r) with J(r, b) = 0, which leaves a sum that starts at +0 at +0.
-SIM_FN void sim_hessian_touched(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, const int* rows, int nr,
-                                sim_real* touched, int lane, int nlane) {
+// The island's dofs at which one of the nr rows listed has a non-zero J entry, ascending, into sol_tdof (their
+// count returned to every lane). An entry (a, b) of J' D J over those rows with a dof not listed sums only exact
+// zeros: skipped, or J(r, b) t D(r) with J(r, b) = 0, which leaves a sum that starts at +0 at +0. Each dof's test
+// on its own lane; a warp (SIM_WARP) places 32 dofs per pass by a ballot's prefix count, elsewhere lane 0 walks
+// the flags (in sol_cholupd, scratch until sim_chol_solve). Both give the same list.
+SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* rows, int nr, int lane,
+                               int nlane) {
+  int* list = d->sol_tdof;
+  if (SIM_WARP && nlane == 32) {
+    int cnt = 0;
+    unsigned below = (1u << lane) - 1;
+    for (int base = 0; base < c->n; base += 32) {
+      int a = base + lane, t = 0;
+      if (a < c->n) {
+        int ja = c->dofs[a];
+        for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
+      }
+      unsigned mt = sim_ballot(t, lane);
+      if (t) list[cnt + sim_popc(mt & below)] = a;
+      cnt += sim_popc(mt);
+    }
+    SIM_SYNC();
+    return cnt;
+  }
+  sim_real* touched = d->sol_cholupd;
   for (int a = lane; a < c->n; a += nlane) {
     int ja = c->dofs[a], t = 0;
     for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
     touched[a] = (sim_real)t;
   }
   SIM_SYNC();
+  if (lane == 0) {
+    int cnt = 0;
+    for (int a = 0; a < c->n; a++)
+      if (touched[a] != 0) list[cnt++] = a;
+    d->sol_flag[2] = cnt;
+  }
+  SIM_SYNC();
+  return d->sol_flag[2];
 }
 
-// the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H row
-// by row (a row's entries across lanes: each sim_hessian_entry walks the same rows for every lane; an entry with
-// a dof that no quadratic row touches is M's alone, +0 + M(a, b) as the walk would give), then L = chol(H)
+// The lower triangle's entries (a, b), b <= a, over the k dofs listed (list NULL: the island's first k), each as
+// sim_hessian_entry sums it over the first nq quadratic rows. The lanes take the packed triangle in turn, entry e
+// of row p being e - p (p + 1) / 2, so that no lane waits on a row shorter than the warp; the entries do not
+// depend on each other.
+SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* list, int k, int nq,
+                                int lane, int nlane) {
+  int n = c->n, p = 0, base = 0;  // row p of the packed triangle starts at entry base
+  for (int e = lane; e < k * (k + 1) / 2; e += nlane) {
+    while (e >= base + p + 1) base += ++p;
+    int a = list ? list[p] : p, b = list ? list[e - base] : e - base;
+    d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
+  }
+  SIM_SYNC();
+}
+
+// the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H: every
+// entry as M's alone (+0 + M(a, b), what the row walk gives an entry with a dof that no quadratic row touches),
+// then the entries whose two dofs a quadratic row touches summed over those rows; then L = chol(H)
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   sim_hessian_M(m, d, c, lane, nlane);
-  int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane);
-  sim_real* touched = d->sol_cholupd;  // island-local scratch until sim_chol_solve
-  sim_hessian_touched(m, d, c, d->sol_qrow, nq, touched, lane, nlane);
-  for (int a = 0; a < n; a++)
-    for (int b = lane; b <= a; b += nlane)
-      d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, touched[a] != 0 && touched[b] != 0 ? nq : 0, a, b);
-  SIM_SYNC();
+  int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane, nlane);
+  int nt = sim_hessian_touched(m, d, c, d->sol_qrow, nq, lane, nlane);
+  sim_hessian_entries(m, d, c, NULL, n, 0, lane, nlane);
+  sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
   sim_chol_factor(d, n, lane, nlane);
 }
 
@@ -666,16 +739,10 @@ SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx
 SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n;
   int* chg = d->sol_chg;
-  int nq = sim_hessian_rows(d, c, chg, lane), nchg = d->sol_flag[0];
+  int nq = sim_hessian_rows(d, c, chg, lane, nlane), nchg = d->sol_flag[0];
   if (nchg == 0) return;
-  sim_real* touched = d->sol_cholupd;  // island-local scratch until sim_chol_solve
-  sim_hessian_touched(m, d, c, chg, nchg, touched, lane, nlane);
-  for (int a = 0; a < n; a++) {
-    if (touched[a] == 0) continue;  // the same for every lane
-    for (int b = lane; b <= a; b += nlane)
-      if (touched[b] != 0) d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
-  }
-  SIM_SYNC();
+  int nt = sim_hessian_touched(m, d, c, chg, nchg, lane, nlane);
+  sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
   sim_chol_factor(d, n, lane, nlane);
 }
 
@@ -688,6 +755,34 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   const int* dofs = c->dofs;
   int n = c->n;
   const sim_real* L = d->sol_L;
+  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds entries l and l + 32 in
+  // registers; the entry that is final is divided by its owner and reaches the other lanes by a shuffle, with no
+  // sync and no store per step.
+  if (SIM_WARP && nlane == 32 && n <= 64) {
+    sim_real r0 = lane < n ? d->sol_grad[dofs[lane]] : 0, r1 = lane + 32 < n ? d->sol_grad[dofs[lane + 32]] : 0;
+    for (int k = 0; k < n; k++) {
+      if (lane == (k & 31)) {
+        if (k < 32) r0 = r0 / L[k * (n + 1)];
+        else r1 = r1 / L[k * (n + 1)];
+      }
+      sim_real x = sim_shfl(k < 32 ? r0 : r1, k & 31, lane);
+      if (lane > k && lane < n) r0 -= L[k * n + lane] * x;
+      if (lane + 32 > k && lane + 32 < n) r1 -= L[k * n + lane + 32] * x;
+    }
+    for (int j = n - 1; j >= 0; j--) {
+      if (lane == (j & 31)) {
+        if (j < 32) r0 /= L[j * (n + 1)];
+        else r1 /= L[j * (n + 1)];
+      }
+      sim_real x = sim_shfl(j < 32 ? r0 : r1, j & 31, lane);
+      if (lane < j) r0 -= L[j * n + lane] * x;
+      if (lane + 32 < j) r1 -= L[j * n + lane + 32] * x;
+    }
+    if (lane < n) d->sol_Mgrad[dofs[lane]] = r0;
+    if (lane + 32 < n) d->sol_Mgrad[dofs[lane + 32]] = r1;
+    SIM_SYNC();
+    return;
+  }
   sim_real* res = d->sol_cholupd;  // island-local scratch
   for (int i = lane; i < n; i += nlane) res[i] = d->sol_grad[dofs[i]];
   SIM_SYNC();

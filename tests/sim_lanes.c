@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #define SIM_LSUM_EXTERNAL
+#define SIM_WARP_EXTERNAL
 #include "sim/sim_port.h"
 
 static pthread_barrier_t lanes_barrier;
@@ -29,6 +30,25 @@ static inline void sim_lsum_multi(sim_real* part, int nval, sim_real* out, int l
     out[v] = t[0];
   }
   SIM_SYNC();
+}
+// shuffle and ballot as a warp does them: every lane posts its value, then reads lane src's (or all 32); the
+// second barrier keeps the slots until every lane has read
+static sim_real lanes_xchg[32];
+static int lanes_pred[32];
+static inline sim_real sim_shfl(sim_real x, int src, int lane) {
+  lanes_xchg[lane] = x;
+  SIM_SYNC();
+  sim_real v = lanes_xchg[src];
+  SIM_SYNC();
+  return v;
+}
+static inline unsigned sim_ballot(int pred, int lane) {
+  lanes_pred[lane] = pred != 0;
+  SIM_SYNC();
+  unsigned bits = 0;
+  for (int l = 0; l < 32; l++) bits |= (unsigned)lanes_pred[l] << l;
+  SIM_SYNC();
+  return bits;
 }
 #undef SIM_SFX
 #define SIM_SFX(name) name##_lanes
