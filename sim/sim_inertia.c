@@ -142,10 +142,47 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
   const int* colind = m->M_colind;
   int nv = m->nv, nlev = sim_dof_nlevel(m);
   SIM_SYNC();  // x complete
+  int s0 = nv > 0 ? m->dof_level_num[0] : 0;
+  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds x[l] and x[l + 32] in registers.
+  // A row lists its stored ancestors ascending, and a stored ancestor j sits where j's own row has its diagonal
+  // (rownnz(j) - 1: the pattern below j is j's own, as M_desc also takes it), so a lane finds its dof's entry in
+  // row i at that position, or none. L' x: the dofs in the same order, each one's x sent to the lanes by a
+  // shuffle. L x: the dofs ascending, each final x sent to its descendants, which add its term to their own
+  // sum in the row's ascending order and subtract that sum when their turn comes.
+  if (SIM_WARP && nlane == 32 && nv <= 64) {
+    int j0 = lane, j1 = lane + 32, in0 = j0 < nv, in1 = j1 < nv;
+    int d0 = in0 ? rownnz[j0] - 1 : 0, d1 = in1 ? rownnz[j1] - 1 : 0;
+    sim_real x0 = in0 ? x[j0] : 0, x1 = in1 ? x[j1] : 0;
+    for (int s = nv - 1; s >= s0; s--) {
+      int i = m->dof_level_dof[s], adr = rowadr[i], nd = rownnz[i] - 1;
+      sim_real xi = sim_shfl(i < 32 ? x0 : x1, i & 31, lane);
+      if (xi == 0) continue;  // the same for every lane
+      if (j0 < i && d0 < nd && colind[adr + d0] == j0) x0 -= qLD[adr + d0] * xi;
+      if (j1 < i && d1 < nd && colind[adr + d1] == j1) x1 -= qLD[adr + d1] * xi;
+    }
+    if (in0) x0 *= diaginv[j0];
+    if (in1) x1 *= diaginv[j1];
+    int a0 = in0 ? rowadr[j0] : 0, a1 = in1 ? rowadr[j1] : 0;
+    int n0 = in0 ? rownnz[j0] - 1 : 0, n1 = in1 ? rownnz[j1] - 1 : 0;
+    sim_real acc0 = 0, acc1 = 0;
+    for (int j = 0; j < nv; j++) {
+      if (lane == (j & 31)) {
+        if (j < 32 && n0 > 0) x0 -= acc0;
+        if (j >= 32 && n1 > 0) x1 -= acc1;
+      }
+      sim_real xj = sim_shfl(j < 32 ? x0 : x1, j & 31, lane);
+      int dj = rownnz[j] - 1;
+      if (j0 > j && dj < n0 && colind[a0 + dj] == j) acc0 += qLD[a0 + dj] * xj;
+      if (j1 > j && dj < n1 && colind[a1 + dj] == j) acc1 += qLD[a1 + dj] * xj;
+    }
+    if (in0) x[j0] = x0;
+    if (in1) x[j1] = x1;
+    SIM_SYNC();
+    return;
+  }
   // The dofs of depth >= 1, deepest first and descending in id within a depth, are dof_level_dof read backwards
   // from its end. Each dof's row is read during the step before, so that a step waits only on x: the pattern's
   // loads do not depend on it.
-  int s0 = nv > 0 ? m->dof_level_num[0] : 0;
   SimLDRow r = sim_solveLD_row(m, qLD, nv - 1, s0, lane);
   for (int s = nv - 1; s >= s0; s--) {
     SimLDRow next = sim_solveLD_row(m, qLD, s - 1, s0, lane);

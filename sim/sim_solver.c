@@ -537,10 +537,10 @@ SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, 
 }
 
 // The island's rows in the quadratic state, ascending, into sol_qrow (their count returned to every lane) and,
-// with chg, those whose quadratic state changed since efc_oldstate into chg (their count in sol_flag[0]). A warp
+// with chg, those whose quadratic state changed since efc_oldstate into chg (their count in *nchg). A warp
 // (SIM_WARP) takes 32 rows per pass and places each listed row by a ballot's prefix count; elsewhere lane 0 walks
 // them. Both give the same lists.
-SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lane, int nlane) {
+SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nchg_out, int lane, int nlane) {
   if (SIM_WARP && nlane == 32) {
     int k = 0, nchg = 0;
     unsigned below = (1u << lane) - 1;
@@ -557,11 +557,8 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lan
       k += sim_popc(mis);
       nchg += sim_popc(mch);
     }
-    if (lane == 0) {
-      d->sol_flag[0] = nchg;
-      d->sol_flag[1] = k;
-    }
-    SIM_SYNC();
+    SIM_SYNC();  // the lists are read by other lanes
+    if (nchg_out) *nchg_out = nchg;
     return k;
   }
   if (lane == 0) {
@@ -575,22 +572,22 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int lan
     d->sol_flag[1] = k;
   }
   SIM_SYNC();
+  if (nchg_out) *nchg_out = d->sol_flag[0];
   return d->sol_flag[1];
 }
 
 // entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): the nq quadratic rows in
 // ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse), read from
 // sim_hessian_M's copy. Where M has no entry the copy adds +0, which leaves the sum unchanged: it starts at +0
-// and so is never -0.
+// and so is never -0. MuJoCo skips a row whose J(r, a) is 0; its term here is a signed zero, which leaves such a
+// sum unchanged as well (finite J), and without the test the rows' loads do not wait on each other's.
 SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
   int nv = m->nv, n = c->n, ja = c->dofs[a], jb = c->dofs[b];
   sim_real s = 0;
   for (int q = 0; q < nq; q++) {
     int r = d->sol_qrow[q];
     const sim_real* J = d->efc_J + (size_t)r * nv;
-    sim_real t = J[ja];
-    if (t == 0) continue;
-    s += J[jb] * (t * d->efc_D[r]);
+    s += J[jb] * (J[ja] * d->efc_D[r]);
   }
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
@@ -723,7 +720,7 @@ SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCt
 // then the entries whose two dofs a quadratic row touches summed over those rows; then L = chol(H)
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   sim_hessian_M(m, d, c, lane, nlane);
-  int n = c->n, nq = sim_hessian_rows(d, c, NULL, lane, nlane);
+  int n = c->n, nq = sim_hessian_rows(d, c, NULL, NULL, lane, nlane);
   int nt = sim_hessian_touched(m, d, c, d->sol_qrow, nq, lane, nlane);
   sim_hessian_entries(m, d, c, NULL, n, 0, lane, nlane);
   sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
@@ -739,7 +736,7 @@ SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx
 SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n;
   int* chg = d->sol_chg;
-  int nq = sim_hessian_rows(d, c, chg, lane, nlane), nchg = d->sol_flag[0];
+  int nchg, nq = sim_hessian_rows(d, c, chg, &nchg, lane, nlane);
   if (nchg == 0) return;
   int nt = sim_hessian_touched(m, d, c, chg, nchg, lane, nlane);
   sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);

@@ -412,6 +412,8 @@ int main(int argc, char** argv) {
   RUN("lanes_rows", check_lanes("g1/scene_flat.xml", -1, 0, 2));
   RUN("lanes_rows", check_lanes("assets/test/collision_free.xml", -1, 0, 2));
   RUN("lanes_rows", check_lanes("assets/test/constraint_chain.xml", -1, 0, 2));
+  // free bodies whose mass-matrix rows skip ancestors (MuJoCo's simple bodies), nv <= 64: the warp forms
+  RUN("lanes_rows", check_lanes("assets/test/rest_stack.xml", -1, 0, 2));
 #endif
   settle_steps = 0;
   // 64 control steps of 4 substeps on the hopper through its contacts, vs FD of the whole rollout
