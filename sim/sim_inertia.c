@@ -50,7 +50,8 @@ SIM_FN void sim_factorI_pair(const SimModel* m, int start, int diag, int t, int*
 // k (row colind[start + p], whose stored entries are row k's first p + 1) gains mat[start + e] * scl_p, e <= p.
 // One lane runs MuJoCo's loops; several lanes take the triangle of (p, e) entries in turn, so a deep row's
 // update is a few passes instead of one lane per ancestor walking its whole row. Every entry gets the same
-// single operation either way: the same bits.
+// single operation either way: the same bits. Row k's scaling by its inverse diagonal waits for the end there
+// (one pass over all entries): no later row reads or writes row k, so each entry is scaled from the same value.
 SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int lane, int nlane) {
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
@@ -80,9 +81,18 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
         if (dst >= 0) mat[dst] += mat[se] * (-mat[sp] * invD);
       }
       if (k > 0) sim_factorI_pair(m, rowadr[k - 1], rownnz[k - 1] - 1, lane, &d0, &e0, &p0);
+      SIM_SYNC();  // row k's update done: the next row reads its diagonal
+      continue;
     }
-    SIM_SYNC();
-    for (int e = lane; e < diag; e += nlane) mat[start + e] *= invD;
+    for (int e = 0; e < diag; e++) mat[start + e] *= invD;
+  }
+  if (nlane > 1) {  // the deferred scaling, the lanes over all entries (rows are stored one after another)
+    SIM_SYNC();  // diaginv complete
+    int i = 0;
+    for (int a = lane; a < m->nM; a += nlane) {
+      while (a >= rowadr[i] + rownnz[i]) i++;
+      if (a < rowadr[i] + rownnz[i] - 1) mat[a] *= diaginv[i];  // not the diagonal
+    }
     SIM_SYNC();
   }
 }
