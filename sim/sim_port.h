@@ -163,6 +163,14 @@ SIM_FN unsigned sim_ballot(int pred, int lane) { return (unsigned)(pred != 0) <<
 SIM_FN int sim_popc(unsigned x) { return __builtin_popcount(x); }
 #endif
 
+// list compaction by a warp: every lane offers v where pred holds; the offers land in lane order at list[cnt...].
+// Returns the new count, the same on every lane.
+SIM_FN int sim_ballot_append(int* list, int cnt, int pred, int v, int lane) {
+  unsigned bits = sim_ballot(pred, lane);
+  if (pred) list[cnt + sim_popc(bits & ((1u << lane) - 1))] = v;
+  return cnt + sim_popc(bits);
+}
+
 // Partial loop: k counts a lane's partials, p is the partial's index. On the GPU a lane has exactly one
 // (p = lane, k = 0, a constant), so partial arrays stay in registers instead of local memory.
 #ifdef __CUDA_ARCH__

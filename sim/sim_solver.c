@@ -543,7 +543,6 @@ SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, 
 SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nchg_out, int lane, int nlane) {
   if (SIM_WARP && nlane == 32) {
     int k = 0, nchg = 0;
-    unsigned below = (1u << lane) - 1;
     for (int base = 0; base < c->nr; base += 32) {
       int q = base + lane, r = -1, is = 0, ch = 0;
       if (q < c->nr) {
@@ -551,11 +550,8 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nc
         is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
         ch = chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC);
       }
-      unsigned mis = sim_ballot(is, lane), mch = sim_ballot(ch, lane);
-      if (is) d->sol_qrow[k + sim_popc(mis & below)] = r;
-      if (ch) chg[nchg + sim_popc(mch & below)] = r;
-      k += sim_popc(mis);
-      nchg += sim_popc(mch);
+      k = sim_ballot_append(d->sol_qrow, k, is, r, lane);
+      if (chg) nchg = sim_ballot_append(chg, nchg, ch, r, lane);
     }
     SIM_SYNC();  // the lists are read by other lanes
     if (nchg_out) *nchg_out = nchg;
@@ -669,16 +665,13 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
   int* list = d->sol_tdof;
   if (SIM_WARP && nlane == 32) {
     int cnt = 0;
-    unsigned below = (1u << lane) - 1;
     for (int base = 0; base < c->n; base += 32) {
       int a = base + lane, t = 0;
       if (a < c->n) {
         int ja = c->dofs[a];
         for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
       }
-      unsigned mt = sim_ballot(t, lane);
-      if (t) list[cnt + sim_popc(mt & below)] = a;
-      cnt += sim_popc(mt);
+      cnt = sim_ballot_append(list, cnt, t, a, lane);
     }
     SIM_SYNC();
     return cnt;
