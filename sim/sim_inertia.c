@@ -150,7 +150,7 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
   const int* colind = m->M_colind;
-  int nv = m->nv, nlev = sim_dof_nlevel(m);
+  int nv = m->nv;
   SIM_SYNC();  // x complete
   int s0 = nv > 0 ? m->dof_level_num[0] : 0;
   // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds x[l] and x[l + 32] in registers.
@@ -206,7 +206,7 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
   }
   for (int i = lane; i < nv; i += nlane) x[i] *= diaginv[i];
   SIM_SYNC();
-  for (int l = 1; l < nlev; l++) {
+  for (int l = 1, nlev = sim_dof_nlevel(m); l < nlev; l++) {
     int ladr = m->dof_level_adr[l], num = m->dof_level_num[l];
     for (int q = lane; q < num; q += nlane) {
       int i = m->dof_level_dof[ladr + q];
