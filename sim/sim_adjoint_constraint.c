@@ -297,10 +297,18 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
   sim_adj_M_outer(m, d->adj_M, lambda, d->qacc, -1, lane, nlane);
   if (nefc == 0) return;
   sim_adj_rows(m, d, lambda, lane, nlane);
-  for (int j = lane; j < nv; j += nlane) {  // efc_vel = J v
-    sim_real s = 0;
-    for (int r = 0; r < nefc; r++) s += d->adj_efc[SIM_ADJ_EFC * r + 2] * d->efc_J[(size_t)r * nv + j];
-    d->adj_dv[j] += s;
+  // efc_vel = J v; two dofs per lane and pass (j and j + nlane), two chains in one walk over the rows
+  for (int j = lane; j < nv; j += 2 * nlane) {
+    int two = j + nlane < nv, j1 = two ? j + nlane : j;
+    sim_real s0 = 0, s1 = 0;
+    for (int r = 0; r < nefc; r++) {
+      sim_real vb = d->adj_efc[SIM_ADJ_EFC * r + 2];
+      const sim_real* J = d->efc_J + (size_t)r * nv;
+      s0 += vb * J[j];
+      s1 += vb * J[j1];
+    }
+    d->adj_dv[j] += s0;
+    if (two) d->adj_dv[j1] += s1;
   }
   SIM_SYNC();
   sim_adj_limit_rows(m, d, lambda, lane);

@@ -507,15 +507,24 @@ SIM_FN_STAGE void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx*
   const int* dofs = c->dofs;
   int n = c->n, nv = m->nv;
   sim_rows_update(d, c->rows, c->nr, d->efc_Jaref, lane, nlane);
-  for (int k = lane; k < n; k += nlane) {
-    int j = dofs[k];
-    sim_real s = 0;
+  // two dofs per lane and pass (k and k + nlane), their sums as two chains in one walk over the rows: the G1's 35
+  // dofs take one pass of the warp instead of a second one for three lanes
+  for (int k = lane; k < n; k += 2 * nlane) {
+    int j0 = dofs[k], two = k + nlane < n, j1 = two ? dofs[k + nlane] : j0;
+    sim_real s0 = 0, s1 = 0;
     for (int q = 0; q < c->nr; q++) {
       int r = c->rows[q];
-      s += d->efc_J[(size_t)r * nv + j] * d->efc_force[r];
+      const sim_real* J = d->efc_J + (size_t)r * nv;
+      sim_real f = d->efc_force[r];
+      s0 += J[j0] * f;
+      s1 += J[j1] * f;
     }
-    d->qfrc_constraint[j] = s;
-    d->sol_grad[j] = d->sol_Ma[j] - d->qfrc_smooth[j] - s;
+    d->qfrc_constraint[j0] = s0;
+    d->sol_grad[j0] = d->sol_Ma[j0] - d->qfrc_smooth[j0] - s0;
+    if (two) {
+      d->qfrc_constraint[j1] = s1;
+      d->sol_grad[j1] = d->sol_Ma[j1] - d->qfrc_smooth[j1] - s1;
+    }
   }
   SIM_SYNC();
 }
@@ -602,16 +611,22 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   // so its chains stay in registers, the diagonal's chain reaches the other lanes by a shuffle, and the one sync
   // per column is the one the next column's L(k + 1, j) needs.
   if (SIM_WARP && nlane == 32 && n <= 64) {
+    // Every lane runs the chains of both its rows in one loop (one load of L(k, j) for both, two independent
+    // chains in flight), rows it does not own included: their values are discarded, and a uniform loop keeps the
+    // warp converged. A row's chain is the same sequence of operations either way. Rows past n read clamped
+    // addresses (row n - 1) so that every load stays in the n x n factor.
+    int i0 = SIM_MIN(lane, n - 1), i1 = SIM_MIN(lane + 32, n - 1);
     for (int k = 0; k < n; k++) {
       const sim_real* lk = L + k * n;
-      sim_real a0 = 0, a1 = 0;
-      if (lane >= k && lane < n) {
-        a0 = H[lane * n + k];
-        for (int j = 0; j < k; j++) a0 -= L[j * n + lane] * lk[j];
-      }
-      if (lane + 32 >= k && lane + 32 < n) {
-        a1 = H[(lane + 32) * n + k];
-        for (int j = 0; j < k; j++) a1 -= L[j * n + lane + 32] * lk[j];
+      sim_real a0 = H[i0 * n + k], a1 = H[i1 * n + k];
+      if (n > 32) {
+        for (int j = 0; j < k; j++) {
+          sim_real l = lk[j];
+          a0 -= L[j * n + i0] * l;
+          a1 -= L[j * n + i1] * l;
+        }
+      } else {
+        for (int j = 0; j < k; j++) a0 -= L[j * n + i0] * lk[j];
       }
       sim_real tmp = sim_shfl(k < 32 ? a0 : a1, k & 31, lane);
       int deficient = tmp < (sim_real)SIM_MINVAL;
