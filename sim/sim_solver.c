@@ -618,8 +618,9 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
     int i0 = SIM_MIN(lane, n - 1), i1 = SIM_MIN(lane + 32, n - 1);
     for (int k = 0; k < n; k++) {
       const sim_real* lk = L + k * n;
-      sim_real a0 = H[i0 * n + k], a1 = H[i1 * n + k];
+      sim_real a0 = H[i0 * n + k], a1 = 0;
       if (n > 32) {
+        a1 = H[i1 * n + k];
         for (int j = 0; j < k; j++) {
           sim_real l = lk[j];
           a0 -= L[j * n + i0] * l;
