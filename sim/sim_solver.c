@@ -607,19 +607,19 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
 SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
-  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l owns rows l and l + 32 in every column,
-  // so its chains stay in registers, the diagonal's chain reaches the other lanes by a shuffle, and the one sync
-  // per column is the one the next column's L(k + 1, j) needs.
+  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP). A column's chains carry nothing to the next
+  // column, so the lanes take column k's rows afresh: lane l the rows k + l and, while more than 32 rows remain,
+  // k + l + 32. Its chains stay in registers, the diagonal's (lane 0's) reaches the other lanes by a shuffle, and
+  // the one sync per column is the one the next column's L(k + 1, j) needs. Past the first n - 32 columns one chain
+  // per lane covers the column. Each loop is uniform over the warp: a lane past the last row computes at a clamped
+  // address (row n - 1) and discards the value. A row's chain is the same sequence of operations either way.
   if (SIM_WARP && nlane == 32 && n <= 64) {
-    // Every lane runs the chains of both its rows in one loop (one load of L(k, j) for both, two independent
-    // chains in flight), rows it does not own included: their values are discarded, and a uniform loop keeps the
-    // warp converged. A row's chain is the same sequence of operations either way. Rows past n read clamped
-    // addresses (row n - 1) so that every load stays in the n x n factor.
-    int i0 = SIM_MIN(lane, n - 1), i1 = SIM_MIN(lane + 32, n - 1);
     for (int k = 0; k < n; k++) {
       const sim_real* lk = L + k * n;
+      int r0 = k + lane, r1 = k + lane + 32;
+      int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
       sim_real a0 = H[i0 * n + k], a1 = 0;
-      if (n > 32) {
+      if (n - k > 32) {
         a1 = H[i1 * n + k];
         for (int j = 0; j < k; j++) {
           sim_real l = lk[j];
@@ -629,21 +629,21 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
       } else {
         for (int j = 0; j < k; j++) a0 -= L[j * n + i0] * lk[j];
       }
-      sim_real tmp = sim_shfl(k < 32 ? a0 : a1, k & 31, lane);
+      sim_real tmp = sim_shfl(a0, 0, lane);
       int deficient = tmp < (sim_real)SIM_MINVAL;
       if (deficient) tmp = (sim_real)SIM_MINVAL;
       sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-      if (lane > k && lane < n) {
+      if (lane > 0 && r0 < n) {
         sim_real v = deficient ? 0 : a0 * inv;
-        L[lane * n + k] = v;
-        L[k * n + lane] = v;
+        L[r0 * n + k] = v;
+        L[k * n + r0] = v;
       }
-      if (lane + 32 > k && lane + 32 < n) {
+      if (r1 < n) {
         sim_real v = deficient ? 0 : a1 * inv;
-        L[(lane + 32) * n + k] = v;
-        L[k * n + lane + 32] = v;
+        L[r1 * n + k] = v;
+        L[k * n + r1] = v;
       }
-      if (lane == (k & 31)) L[k * (n + 1)] = diag;
+      if (lane == 0) L[k * (n + 1)] = diag;
       SIM_SYNC();
     }
     return;
@@ -762,27 +762,54 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   int n = c->n;
   const sim_real* L = d->sol_L;
   // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds entries l and l + 32 in
-  // registers; the entry that is final is divided by its owner and reaches the other lanes by a shuffle, with no
-  // sync and no store per step.
+  // registers. Two entries become final per step: both reach every lane by shuffles issued together, and every
+  // lane divides the first, subtracts its term from the second and divides that, as their owners would; the
+  // owners keep the quotients, the other lanes subtract both terms in order. One shuffle's wait per two entries,
+  // and no lane works alone.
   if (SIM_WARP && nlane == 32 && n <= 64) {
     sim_real r0 = lane < n ? d->sol_grad[dofs[lane]] : 0, r1 = lane + 32 < n ? d->sol_grad[dofs[lane + 32]] : 0;
-    for (int k = 0; k < n; k++) {
-      if (lane == (k & 31)) {
-        if (k < 32) r0 = r0 / L[k * (n + 1)];
-        else r1 = r1 / L[k * (n + 1)];
+    int e0 = lane, e1 = lane + 32;  // the entries this lane holds
+    for (int k = 0; k < n; k += 2) {
+      int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
+      sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
+      sim_real x = a / L[k * (n + 1)], y = 0;
+      if (k1 > k) {
+        b -= L[k * n + k1] * x;
+        y = b / L[k1 * (n + 1)];
       }
-      sim_real x = sim_shfl(k < 32 ? r0 : r1, k & 31, lane);
-      if (lane > k && lane < n) r0 -= L[k * n + lane] * x;
-      if (lane + 32 > k && lane + 32 < n) r1 -= L[k * n + lane + 32] * x;
+      if (e0 == k) r0 = x;
+      if (e1 == k) r1 = x;
+      if (k1 > k && e0 == k1) r0 = y;
+      if (k1 > k && e1 == k1) r1 = y;
+      if (e0 > k1 && e0 < n) {
+        r0 -= L[k * n + e0] * x;
+        r0 -= L[k1 * n + e0] * y;
+      }
+      if (e1 > k1 && e1 < n) {
+        r1 -= L[k * n + e1] * x;
+        r1 -= L[k1 * n + e1] * y;
+      }
     }
-    for (int j = n - 1; j >= 0; j--) {
-      if (lane == (j & 31)) {
-        if (j < 32) r0 /= L[j * (n + 1)];
-        else r1 /= L[j * (n + 1)];
+    for (int j = n - 1; j >= 0; j -= 2) {
+      int j1 = SIM_MAX(j - 1, 0);  // the last step finishes entry 0 alone where n is odd
+      sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
+      sim_real x = a / L[j * (n + 1)], y = 0;
+      if (j1 < j) {
+        b -= L[j * n + j1] * x;
+        y = b / L[j1 * (n + 1)];
       }
-      sim_real x = sim_shfl(j < 32 ? r0 : r1, j & 31, lane);
-      if (lane < j) r0 -= L[j * n + lane] * x;
-      if (lane + 32 < j) r1 -= L[j * n + lane + 32] * x;
+      if (e0 == j) r0 = x;
+      if (e1 == j) r1 = x;
+      if (j1 < j && e0 == j1) r0 = y;
+      if (j1 < j && e1 == j1) r1 = y;
+      if (e0 < j1) {
+        r0 -= L[j * n + e0] * x;
+        r0 -= L[j1 * n + e0] * y;
+      }
+      if (e1 < j1) {
+        r1 -= L[j * n + e1] * x;
+        r1 -= L[j1 * n + e1] * y;
+      }
     }
     if (lane < n) d->sol_Mgrad[dofs[lane]] = r0;
     if (lane + 32 < n) d->sol_Mgrad[dofs[lane + 32]] = r1;

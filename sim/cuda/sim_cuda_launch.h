@@ -11,7 +11,9 @@
 
 #include "sim/sim_model.h"
 
+#ifndef SIMCUDA_WPB
 #define SIMCUDA_WPB 4
+#endif
 
 // SIMCUDA_VIEW declares `wd`, world w's view (one pointer per data field, ~1.4 KB), in shared memory, one per
 // warp, written by the lanes together. As a local variable it lived in every lane's stack (32 copies of one
@@ -23,10 +25,10 @@
 #endif
 #define SIMCUDA_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_MIN_BLOCKS)
 // the same for the staged launch's kernels, whose heaviest (collision, constraint, the solver's adjoint) use
-// 140-180 registers uncapped (8-12 warps per SM); 4 caps them at 128 (16 warps per SM) without spills, which
+// 140-180 registers uncapped (8-12 warps per SM); 16 resident warps cap them at 128 without spills, which
 // took 1.6 % less time on the G1 forward and 5.7 % with the backward (H200, bench/RESULTS.md 2026-12-05)
 #ifndef SIMCUDA_STAGED_MIN_BLOCKS
-#define SIMCUDA_STAGED_MIN_BLOCKS 4
+#define SIMCUDA_STAGED_MIN_BLOCKS (16 / SIMCUDA_WPB)
 #endif
 #define SIMCUDA_STAGED_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_STAGED_MIN_BLOCKS)
 #define SIMCUDA_VIEW(m, d, w)                               \
