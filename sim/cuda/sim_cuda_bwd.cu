@@ -17,7 +17,7 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData
   if (k >= 0) sim_adj_substep_pre(m, wd, k, lane, 32);
 }
 // ... the solver's adjoint ...
-__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch) {
+__global__ void SIMCUDA_SOLVER_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch) {
   SIMCUDA_WORLD(m, d);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);

@@ -31,6 +31,13 @@
 #define SIMCUDA_STAGED_MIN_BLOCKS (16 / SIMCUDA_WPB)
 #endif
 #define SIMCUDA_STAGED_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_STAGED_MIN_BLOCKS)
+// the Newton solver's two kernels (k_sub_constraint, k_bwd_solver) at 20 resident warps per SM (96 registers): with
+// every staged kernel so capped, these two took 3 % and 2 % less time (G1, H100, bench/RESULTS.md 2026-12-06)
+// while collision and the backward's other kernels, which then spill more, took 3-15 % more
+#ifndef SIMCUDA_SOLVER_MIN_BLOCKS
+#define SIMCUDA_SOLVER_MIN_BLOCKS (20 / SIMCUDA_WPB)
+#endif
+#define SIMCUDA_SOLVER_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_SOLVER_MIN_BLOCKS)
 #define SIMCUDA_VIEW(m, d, w)                               \
   __shared__ SimWorld simcuda_view_[SIMCUDA_WPB];           \
   SimWorld* wd = &simcuda_view_[threadIdx.x / 32];          \

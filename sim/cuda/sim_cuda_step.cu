@@ -32,7 +32,7 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimD
   SIMCUDA_WORLD(m, d);
   sim_forward_smooth(m, wd, lane, 32);
 }
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int scratch) {
+__global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int scratch) {
   SIMCUDA_WORLD(m, d);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   sim_constraint(m, wd, lane, 32);
