@@ -3,8 +3,10 @@
 # for a machine with an NVIDIA GPU and the CUDA toolkit. Each test executable runs once per tool; the sanitizer's
 # --error-exitcode makes any finding fail it. The sanitizers slow kernels 10-100x, so the tests run at their
 # reduced size (ADJ_GPU_TEST_SMALL=1, tests/gpu_test_size.h; ADJ_GPU_TEST_SMALL=0 runs the full size): TESTS (a
-# ctest -R regex) picks tests, TIMEOUT (seconds, default 1800) bounds each run. Prints one line per test and tool
-# with its time; exits 1 if any failed.
+# ctest -R regex) picks tests, TIMEOUT (seconds, default 1800) bounds each run. KERNELS (a compute-sanitizer kernel
+# filter, e.g. kns=k_: every kernel of ours is named k_*) limits the checks to the kernels it names, so that
+# cuBLASLt's GEMMs, which dominate racecheck's time in the nn and algo tests, run uninstrumented. Prints one line
+# per test and tool with its time; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -23,7 +25,7 @@ while IFS= read -r cmd; do
     log=$B/gpu_sanitize_${name}_$tool.log
     t0=$SECONDS
     # ctest prints the command with its arguments quoted: eval keeps them as ctest runs them
-    eval "timeout \"\${TIMEOUT:-1800}\" \"\$CS\" --tool $tool --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
+    eval "timeout \"\${TIMEOUT:-1800}\" \"\$CS\" --tool $tool \${KERNELS:+--kernel-name \"\$KERNELS\"} --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
     rc=$?
     t=$((SECONDS - t0))
     case $rc in
