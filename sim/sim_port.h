@@ -83,6 +83,22 @@ typedef double sim_geo;
 #define sim_floor floorf
 #endif
 
+// c + a b and c - a b. By default two roundings, the product's and the sum's: what the CPU build (no contraction)
+// and the CUDA build (--fmad=false) both do unasked. With SIM_FMA (the ADJ_FMA build option) one rounding, fused
+// explicitly, so that the CPU builds still round as the GPU does; used where a chain of them is the hot loop.
+#ifdef SIM_FMA
+#ifdef SIM_DOUBLE
+#define sim_fmadd(a, b, c) fma((a), (b), (c))
+#define sim_fmsub(a, b, c) fma(-(a), (b), (c))
+#else
+#define sim_fmadd(a, b, c) fmaf((a), (b), (c))
+#define sim_fmsub(a, b, c) fmaf(-(a), (b), (c))
+#endif
+#else
+#define sim_fmadd(a, b, c) ((c) + (a) * (b))
+#define sim_fmsub(a, b, c) ((c) - (a) * (b))
+#endif
+
 #define SIM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
 

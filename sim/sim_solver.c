@@ -160,9 +160,9 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
   for (int k = lane; k < n; k += nlane) {
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     sim_real s = M[adr + diag] * v[i];
-    for (int q = diag - 1; q >= 0; q--) s += M[adr + q] * v[m->M_colind[adr + q]];
+    for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
     const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
-    for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s += M[desc[2 * q + 1]] * v[desc[2 * q]];
+    for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s = sim_fmadd(M[desc[2 * q + 1]], v[desc[2 * q]], s);
     res[i] = s;
   }
 }
@@ -171,7 +171,7 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
 SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const sim_real* v, const int* dofs, int n) {
   const sim_real* J = d->efc_J + (size_t)r * m->nv;
   sim_real s = 0;
-  for (int k = 0; k < n; k++) s += J[dofs[k]] * v[dofs[k]];
+  for (int k = 0; k < n; k++) s = sim_fmadd(J[dofs[k]], v[dofs[k]], s);
   return s;
 }
 
@@ -592,7 +592,7 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   for (int q = 0; q < nq; q++) {
     int r = d->sol_qrow[q];
     const sim_real* J = d->efc_J + (size_t)r * nv;
-    s += J[jb] * (J[ja] * d->efc_D[r]);
+    s = sim_fmadd(J[jb], J[ja] * d->efc_D[r], s);
   }
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
@@ -623,11 +623,11 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
         a1 = H[i1 * n + k];
         for (int j = 0; j < k; j++) {
           sim_real l = lk[j];
-          a0 -= L[j * n + i0] * l;
-          a1 -= L[j * n + i1] * l;
+          a0 = sim_fmsub(L[j * n + i0], l, a0);
+          a1 = sim_fmsub(L[j * n + i1], l, a1);
         }
       } else {
-        for (int j = 0; j < k; j++) a0 -= L[j * n + i0] * lk[j];
+        for (int j = 0; j < k; j++) a0 = sim_fmsub(L[j * n + i0], lk[j], a0);
       }
       sim_real tmp = sim_shfl(a0, 0, lane);
       int deficient = tmp < (sim_real)SIM_MINVAL;
@@ -652,7 +652,7 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
     const sim_real* lk = L + k * n;  // L(k, j), j < k
     for (int i = k + lane; i < n; i += nlane) {
       sim_real acc = H[i * n + k];
-      for (int j = 0; j < k; j++) acc -= L[j * n + i] * lk[j];
+      for (int j = 0; j < k; j++) acc = sim_fmsub(L[j * n + i], lk[j], acc);
       L[i * n + k] = acc;
     }
     SIM_SYNC();  // every lane reads the diagonal's chain, row k's lane wrote it
@@ -774,7 +774,7 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
       sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
       sim_real x = a / L[k * (n + 1)], y = 0;
       if (k1 > k) {
-        b -= L[k * n + k1] * x;
+        b = sim_fmsub(L[k * n + k1], x, b);
         y = b / L[k1 * (n + 1)];
       }
       if (e0 == k) r0 = x;
@@ -782,12 +782,12 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
       if (k1 > k && e0 == k1) r0 = y;
       if (k1 > k && e1 == k1) r1 = y;
       if (e0 > k1 && e0 < n) {
-        r0 -= L[k * n + e0] * x;
-        r0 -= L[k1 * n + e0] * y;
+        r0 = sim_fmsub(L[k * n + e0], x, r0);
+        r0 = sim_fmsub(L[k1 * n + e0], y, r0);
       }
       if (e1 > k1 && e1 < n) {
-        r1 -= L[k * n + e1] * x;
-        r1 -= L[k1 * n + e1] * y;
+        r1 = sim_fmsub(L[k * n + e1], x, r1);
+        r1 = sim_fmsub(L[k1 * n + e1], y, r1);
       }
     }
     for (int j = n - 1; j >= 0; j -= 2) {
@@ -795,7 +795,7 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
       sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
       sim_real x = a / L[j * (n + 1)], y = 0;
       if (j1 < j) {
-        b -= L[j * n + j1] * x;
+        b = sim_fmsub(L[j * n + j1], x, b);
         y = b / L[j1 * (n + 1)];
       }
       if (e0 == j) r0 = x;
@@ -803,12 +803,12 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
       if (j1 < j && e0 == j1) r0 = y;
       if (j1 < j && e1 == j1) r1 = y;
       if (e0 < j1) {
-        r0 -= L[j * n + e0] * x;
-        r0 -= L[j1 * n + e0] * y;
+        r0 = sim_fmsub(L[j * n + e0], x, r0);
+        r0 = sim_fmsub(L[j1 * n + e0], y, r0);
       }
       if (e1 < j1) {
-        r1 -= L[j * n + e1] * x;
-        r1 -= L[j1 * n + e1] * y;
+        r1 = sim_fmsub(L[j * n + e1], x, r1);
+        r1 = sim_fmsub(L[j1 * n + e1], y, r1);
       }
     }
     if (lane < n) d->sol_Mgrad[dofs[lane]] = r0;
@@ -823,14 +823,14 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
     if (lane == 0) res[k] = res[k] / L[k * (n + 1)];
     SIM_SYNC();
     sim_real x = res[k];
-    for (int i = k + 1 + lane; i < n; i += nlane) res[i] -= L[k * n + i] * x;
+    for (int i = k + 1 + lane; i < n; i += nlane) res[i] = sim_fmsub(L[k * n + i], x, res[i]);
   }
   SIM_SYNC();  // every lane has read res[n - 1] before lane 0 divides it again
   for (int j = n - 1; j >= 0; j--) {
     if (lane == 0) res[j] /= L[j * (n + 1)];
     SIM_SYNC();
     sim_real x = res[j];
-    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[i] -= L[j * n + i] * x;
+    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[i] = sim_fmsub(L[j * n + i], x, res[i]);
   }
   for (int i = lane; i < n; i += nlane) d->sol_Mgrad[dofs[i]] = res[i];
   SIM_SYNC();
