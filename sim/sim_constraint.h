@@ -70,7 +70,6 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_grad, nv, 1)                                                                     \
   X(sim_real, sol_Mgrad, nv, 1)                                                                    \
   X(sim_real, sol_search, nv, 1)                                                                   \
-  X(sim_real, sol_cholupd, nv, 1)                                                                  \
   X(sim_real, sol_H, nv, m->nv)       /* island Hessian M + J' D J (lower, island-local); M above */ \
   X(sim_real, sol_L, nv, m->nv)       /* Cholesky factor of sol_H (lower; its transpose above) */  \
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \

@@ -674,8 +674,8 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
 // The island's dofs at which one of the nr rows listed has a non-zero J entry, ascending, into sol_tdof (their
 // count returned to every lane). An entry (a, b) of J' D J over those rows with a dof not listed sums only exact
 // zeros: skipped, or J(r, b) t D(r) with J(r, b) = 0, which leaves a sum that starts at +0 at +0. Each dof's test
-// on its own lane; a warp (SIM_WARP) places 32 dofs per pass by a ballot's prefix count, elsewhere lane 0 walks
-// the flags (in sol_cholupd, scratch until sim_chol_solve). Both give the same list.
+// on its own lane; a warp (SIM_WARP) places 32 dofs per pass by a ballot's prefix count, elsewhere the lanes flag
+// the dofs in the list's own storage and lane 0 compacts it. Both give the same list.
 SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* rows, int nr, int lane,
                                int nlane) {
   int* list = d->sol_tdof;
@@ -692,17 +692,16 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
     SIM_SYNC();
     return cnt;
   }
-  sim_real* touched = d->sol_cholupd;
   for (int a = lane; a < c->n; a += nlane) {
     int ja = c->dofs[a], t = 0;
     for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
-    touched[a] = (sim_real)t;
+    list[a] = t;
   }
   SIM_SYNC();
-  if (lane == 0) {
+  if (lane == 0) {  // compacted in place: entry cnt <= a is written after flag a is read
     int cnt = 0;
     for (int a = 0; a < c->n; a++)
-      if (touched[a] != 0) list[cnt++] = a;
+      if (list[a]) list[cnt++] = a;
     d->sol_flag[2] = cnt;
   }
   SIM_SYNC();
@@ -816,23 +815,22 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
     SIM_SYNC();
     return;
   }
-  sim_real* res = d->sol_cholupd;  // island-local scratch
-  for (int i = lane; i < n; i += nlane) res[i] = d->sol_grad[dofs[i]];
+  sim_real* res = d->sol_Mgrad;  // solved in place, island entry i at dof dofs[i]
+  for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (lane == 0) res[k] = res[k] / L[k * (n + 1)];
+    if (lane == 0) res[dofs[k]] = res[dofs[k]] / L[k * (n + 1)];
     SIM_SYNC();
-    sim_real x = res[k];
-    for (int i = k + 1 + lane; i < n; i += nlane) res[i] = sim_fmsub(L[k * n + i], x, res[i]);
+    sim_real x = res[dofs[k]];
+    for (int i = k + 1 + lane; i < n; i += nlane) res[dofs[i]] = sim_fmsub(L[k * n + i], x, res[dofs[i]]);
   }
-  SIM_SYNC();  // every lane has read res[n - 1] before lane 0 divides it again
+  SIM_SYNC();  // every lane has read entry n - 1 before lane 0 divides it again
   for (int j = n - 1; j >= 0; j--) {
-    if (lane == 0) res[j] /= L[j * (n + 1)];
+    if (lane == 0) res[dofs[j]] /= L[j * (n + 1)];
     SIM_SYNC();
-    sim_real x = res[j];
-    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[i] = sim_fmsub(L[j * n + i], x, res[i]);
+    sim_real x = res[dofs[j]];
+    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[dofs[i]] = sim_fmsub(L[j * n + i], x, res[dofs[i]]);
   }
-  for (int i = lane; i < n; i += nlane) d->sol_Mgrad[dofs[i]] = res[i];
   SIM_SYNC();
 }
 

@@ -45,18 +45,12 @@ static int cmp_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-// Scratch that only the lane-serial forms write: the warp forms (sim_port.h, SIM_WARP) keep sim_chol_solve's
-// vector in registers and build sim_hessian_touched's list by ballot, so on the GPU the field stays as it was.
-static int lane_scratch(const char* name) {
-  return strcmp(name, "sol_cholupd") == 0;
-}
-
 // per-world relative error of every float field; NaN must match NaN (unwritten in both)
 static void compare(const char* model, const char* stage, const SimModel* m, const SimData* c, const SimData* g,
                     double* errs, double* med_out, double* max_out) {
   int n = 0;
 #define X(type, name, count, width)                                                     \
-  if (sizeof(type) == sizeof(float) && strcmp(#type, "int") && !lane_scratch(#name)) {  \
+  if (sizeof(type) == sizeof(float) && strcmp(#type, "int")) {                          \
     size_t per = (size_t)m->count * (width);                                            \
     for (int w = 0; w < c->nworld && per; w++) {                                        \
       const float* a = (const float*)(const void*)c->name + w * per;                    \
