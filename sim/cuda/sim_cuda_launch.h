@@ -31,11 +31,11 @@
 #define SIMCUDA_STAGED_MIN_BLOCKS (16 / SIMCUDA_WPB)
 #endif
 #define SIMCUDA_STAGED_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_STAGED_MIN_BLOCKS)
-// the Newton solver's two kernels (k_sub_constraint, k_bwd_solver) at 20 resident warps per SM (96 registers): with
-// every staged kernel so capped, these two took 3 % and 2 % less time (G1, H100, bench/RESULTS.md 2026-12-06)
-// while collision and the backward's other kernels, which then spill more, took 3-15 % more
+// the Newton solver's two kernels (k_sub_constraint, k_bwd_solver) may be bounded apart from the others: 20 resident
+// warps per SM (96 registers) instead of 16 gave no net gain on the G1 (constraint +1 %, the solver's adjoint -2 %,
+// the control step within 0.3 %; H100, bench/RESULTS.md 2026-12-06), so they share the staged kernels' bound
 #ifndef SIMCUDA_SOLVER_MIN_BLOCKS
-#define SIMCUDA_SOLVER_MIN_BLOCKS (20 / SIMCUDA_WPB)
+#define SIMCUDA_SOLVER_MIN_BLOCKS SIMCUDA_STAGED_MIN_BLOCKS
 #endif
 #define SIMCUDA_SOLVER_BOUNDS __launch_bounds__(32 * SIMCUDA_WPB, SIMCUDA_SOLVER_MIN_BLOCKS)
 #define SIMCUDA_VIEW(m, d, w)                               \
