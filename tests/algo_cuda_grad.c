@@ -254,10 +254,19 @@ int main(void) {
     printf("no CUDA device: skipped\n");
     return TEST_SKIP;
   }
-  check("configs/cartpole_shac.yaml", NULL, "SHAC");
-  check("configs/cartpole_nablamimic.yaml", NULL, "nablamimic");
-  check("configs/cartpole_nablamimic.yaml", "shac.noise_correlation=0.9", "nablamimic, rho 0.9");
-  check("configs/cartpole_nablamimic.yaml", "nablamimic.zeroth_order_weight=0.5", "nablamimic, beta 0.5");
-  check("configs/quad_stand_shac.yaml", NULL, "quad_stand (task state, critic obs)");
+  // ALGO_CUDA_GRAD_CASE=i (0-4) runs the i-th check alone: under compute-sanitizer the five then run as five
+  // processes side by side, each within a command's time
+  const char* only = getenv("ALGO_CUDA_GRAD_CASE");
+  const struct { const char *config, *override, *label; } cases[] = {
+      {"configs/cartpole_shac.yaml", NULL, "SHAC"},
+      {"configs/cartpole_nablamimic.yaml", NULL, "nablamimic"},
+      {"configs/cartpole_nablamimic.yaml", "shac.noise_correlation=0.9", "nablamimic, rho 0.9"},
+      {"configs/cartpole_nablamimic.yaml", "nablamimic.zeroth_order_weight=0.5", "nablamimic, beta 0.5"},
+      {"configs/quad_stand_shac.yaml", NULL, "quad_stand (task state, critic obs)"},
+  };
+  int n = (int)(sizeof cases / sizeof cases[0]), one = only && *only ? atoi(only) : -1;
+  TEST_CHECK(one < n, "ALGO_CUDA_GRAD_CASE=%s: cases are 0 to %d", only, n - 1);
+  for (int i = 0; i < n; i++)
+    if (one < 0 || i == one) check(cases[i].config, cases[i].override, cases[i].label);
   return test_report("algo_cuda_grad");
 }

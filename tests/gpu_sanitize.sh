@@ -6,12 +6,15 @@
 # ctest -R regex) picks tests, TIMEOUT (seconds, default 1800) bounds each run. KERNELS (a compute-sanitizer kernel
 # filter, e.g. kns=k_: every kernel of ours is named k_*) limits the checks to the kernels it names, so that
 # cuBLASLt's GEMMs, which dominate racecheck's time in the nn and algo tests, run uninstrumented. Prints one line
-# per test and tool with its time; exits 1 if any failed.
+# per test and tool with its time; exits 1 if any failed. ALGO_CUDA_GRAD_CASE=i (tests/algo_cuda_grad.c) runs one of
+# algo_cuda_grad's five checks.
 set -u
 cd "$(dirname "$0")/.."
 B=${1:-build}
 CS=${COMPUTE_SANITIZER:-compute-sanitizer}
 command -v "$CS" >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
+# line-buffered output (the tests print as they go): a run cut by TIMEOUT still shows how far its test got
+SB=""; command -v stdbuf >/dev/null && SB="stdbuf -oL"
 export ADJOINT_ASSETS=${ADJOINT_ASSETS:-}
 export ADJ_GPU_TEST_SMALL=${ADJ_GPU_TEST_SMALL:-1}
 fail=0
@@ -25,7 +28,7 @@ while IFS= read -r cmd; do
     log=$B/gpu_sanitize_${name}_$tool.log
     t0=$SECONDS
     # ctest prints the command with its arguments quoted: eval keeps them as ctest runs them
-    eval "timeout \"\${TIMEOUT:-1800}\" \"\$CS\" --tool $tool \${KERNELS:+--kernel-name \"\$KERNELS\"} --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
+    eval "timeout \"\${TIMEOUT:-1800}\" \$SB \"\$CS\" --tool $tool \${KERNELS:+--kernel-name \"\$KERNELS\"} --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
     rc=$?
     t=$((SECONDS - t0))
     case $rc in
