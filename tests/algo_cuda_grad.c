@@ -254,8 +254,8 @@ int main(void) {
     printf("no CUDA device: skipped\n");
     return TEST_SKIP;
   }
-  // ALGO_CUDA_GRAD_CASE=i (0-4) runs the i-th check alone: under compute-sanitizer the five then run as five
-  // processes side by side, each within a command's time
+  // ALGO_CUDA_GRAD_CASE=i (0-4) runs the i-th check alone, so that compute-sanitizer, which slows each by orders of
+  // magnitude, can run the five as processes side by side
   const char* only = getenv("ALGO_CUDA_GRAD_CASE");
   const struct { const char *config, *override, *label; } cases[] = {
       {"configs/cartpole_shac.yaml", NULL, "SHAC"},
