@@ -5,7 +5,10 @@
 # reduced size (ADJ_GPU_TEST_SMALL=1, tests/gpu_test_size.h; ADJ_GPU_TEST_SMALL=0 runs the full size): TESTS (a
 # ctest -R regex) picks tests, TIMEOUT (seconds, default 1800) bounds each run. KERNELS (a compute-sanitizer kernel
 # filter, e.g. kns=k_: every kernel of ours is named k_*) limits the checks to the kernels it names, so that
-# cuBLASLt's GEMMs, which dominate racecheck's time in the nn and algo tests, run uninstrumented. Prints one line
+# cuBLASLt's GEMMs, which dominate racecheck's time in the nn and algo tests, run uninstrumented; KERNELS_EXCLUDE
+# (e.g. kns=k_env) leaves out the kernels it names, so that a test's kernels can be checked in two runs, each in
+# its own time limit (racecheck checks each launch on its own: the two runs together check every launch once).
+# NN_CUDA_TUNE_FP32=1 (tests/nn_cuda_tune.c) leaves out its TF32 runs. Prints one line
 # per test and tool with its time; exits 1 if any failed. ALGO_CUDA_GRAD_CASE=i (tests/algo_cuda_grad.c) runs one of
 # algo_cuda_grad's five checks.
 set -u
@@ -28,7 +31,7 @@ while IFS= read -r cmd; do
     log=$B/gpu_sanitize_${name}_$tool.log
     t0=$SECONDS
     # ctest prints the command with its arguments quoted: eval keeps them as ctest runs them
-    eval "timeout \"\${TIMEOUT:-1800}\" \$SB \"\$CS\" --tool $tool \${KERNELS:+--kernel-name \"\$KERNELS\"} --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
+    eval "timeout \"\${TIMEOUT:-1800}\" \$SB \"\$CS\" --tool $tool \${KERNELS:+--kernel-name \"\$KERNELS\"} \${KERNELS_EXCLUDE:+--kernel-name-exclude \"\$KERNELS_EXCLUDE\"} --error-exitcode 99 --print-limit 20 $cmd" >"$log" 2>&1
     rc=$?
     t=$((SECONDS - t0))
     case $rc in
