@@ -28,6 +28,8 @@
 #define SIM_FN_STAGE static __noinline__ __host__ __device__
 #endif
 #define SIM_RESTRICT __restrict__
+// SIM_FN_INLINE: a helper that must be inlined where it is called (its constant arguments then fold away)
+#define SIM_FN_INLINE static __forceinline__ __host__ __device__
 #ifdef __CUDA_ARCH__
 #define SIM_SYNC() __syncwarp()
 #else
@@ -36,6 +38,7 @@
 #else
 #define SIM_FN static inline
 #define SIM_FN_STAGE static inline
+#define SIM_FN_INLINE static inline
 #define SIM_SYNC() ((void)0)
 #define SIM_RESTRICT restrict
 #endif
@@ -177,6 +180,18 @@ SIM_FN sim_real sim_shfl(sim_real x, int src, int lane) {  // never reached: one
 }
 SIM_FN unsigned sim_ballot(int pred, int lane) { return (unsigned)(pred != 0) << lane; }
 SIM_FN int sim_popc(unsigned x) { return __builtin_popcount(x); }
+#endif
+
+// SIM_IS_SHARED(p): p points into the block's shared memory (CUDA; 0 elsewhere). SIM_ASSUME_SHARED(p) tells the
+// CUDA compiler so, where a branch on SIM_IS_SHARED has established it: loads through p (and pointers derived from
+// it) then use shared-memory instructions, whose latency is the shared memory's, where a generic load waits as long
+// as a global one. The arithmetic is unchanged.
+#ifdef __CUDA_ARCH__
+#define SIM_IS_SHARED(p) __isShared((const void*)(p))
+#define SIM_ASSUME_SHARED(p) __builtin_assume(__isShared((const void*)(p)))
+#else
+#define SIM_IS_SHARED(p) 0
+#define SIM_ASSUME_SHARED(p) ((void)0)
 #endif
 
 // list compaction by a warp: every lane offers v where pred holds; the offers land in lane order at list[cnt...].

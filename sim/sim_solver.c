@@ -597,6 +597,46 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
 
+// the warp form of sim_chol_factor (below); shared: L and H lie in shared memory, loaded as such
+SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int lane, int shared) {
+  if (shared) {
+    SIM_ASSUME_SHARED(L);
+    SIM_ASSUME_SHARED(H);
+  }
+  for (int k = 0; k < n; k++) {
+    const sim_real* lk = L + k * n;
+    int r0 = k + lane, r1 = k + lane + 32;
+    int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
+    sim_real a0 = H[i0 * n + k], a1 = 0;
+    if (n - k > 32) {
+      a1 = H[i1 * n + k];
+      for (int j = 0; j < k; j++) {
+        sim_real l = lk[j];
+        a0 = sim_fmsub(L[j * n + i0], l, a0);
+        a1 = sim_fmsub(L[j * n + i1], l, a1);
+      }
+    } else {
+      for (int j = 0; j < k; j++) a0 = sim_fmsub(L[j * n + i0], lk[j], a0);
+    }
+    sim_real tmp = sim_shfl(a0, 0, lane);
+    int deficient = tmp < (sim_real)SIM_MINVAL;
+    if (deficient) tmp = (sim_real)SIM_MINVAL;
+    sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
+    if (lane > 0 && r0 < n) {
+      sim_real v = deficient ? 0 : a0 * inv;
+      L[r0 * n + k] = v;
+      L[k * n + r0] = v;
+    }
+    if (r1 < n) {
+      sim_real v = deficient ? 0 : a1 * inv;
+      L[r1 * n + k] = v;
+      L[k * n + r1] = v;
+    }
+    if (lane == 0) L[k * (n + 1)] = diag;
+    SIM_SYNC();
+  }
+}
+
 // L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column k's entries
 // (i >= k) start from H(i, k) and subtract L(i, j) L(k, j) for the final columns j < k in ascending j, the
 // terms and order in which the right-looking update (each final column applied to the trailing triangle) and
@@ -614,38 +654,8 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   // per lane covers the column. Each loop is uniform over the warp: a lane past the last row computes at a clamped
   // address (row n - 1) and discards the value. A row's chain is the same sequence of operations either way.
   if (SIM_WARP && nlane == 32 && n <= 64) {
-    for (int k = 0; k < n; k++) {
-      const sim_real* lk = L + k * n;
-      int r0 = k + lane, r1 = k + lane + 32;
-      int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
-      sim_real a0 = H[i0 * n + k], a1 = 0;
-      if (n - k > 32) {
-        a1 = H[i1 * n + k];
-        for (int j = 0; j < k; j++) {
-          sim_real l = lk[j];
-          a0 = sim_fmsub(L[j * n + i0], l, a0);
-          a1 = sim_fmsub(L[j * n + i1], l, a1);
-        }
-      } else {
-        for (int j = 0; j < k; j++) a0 = sim_fmsub(L[j * n + i0], lk[j], a0);
-      }
-      sim_real tmp = sim_shfl(a0, 0, lane);
-      int deficient = tmp < (sim_real)SIM_MINVAL;
-      if (deficient) tmp = (sim_real)SIM_MINVAL;
-      sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-      if (lane > 0 && r0 < n) {
-        sim_real v = deficient ? 0 : a0 * inv;
-        L[r0 * n + k] = v;
-        L[k * n + r0] = v;
-      }
-      if (r1 < n) {
-        sim_real v = deficient ? 0 : a1 * inv;
-        L[r1 * n + k] = v;
-        L[k * n + r1] = v;
-      }
-      if (lane == 0) L[k * (n + 1)] = diag;
-      SIM_SYNC();
-    }
+    if (SIM_IS_SHARED(L) && SIM_IS_SHARED(H)) sim_chol_factor_warp(L, H, n, lane, 1);
+    else sim_chol_factor_warp(L, H, n, lane, 0);
     return;
   }
   for (int k = 0; k < n; k++) {
@@ -751,6 +761,58 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
   sim_chol_factor(d, n, lane, nlane);
 }
 
+// the warp form of sim_chol_solve (below): out = H^-1 g over the dofs listed; shared: L lies in shared memory
+SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim_real* out, const int* dofs, int n,
+                                       int lane, int shared) {
+  if (shared) SIM_ASSUME_SHARED(L);
+  sim_real r0 = lane < n ? g[dofs[lane]] : 0, r1 = lane + 32 < n ? g[dofs[lane + 32]] : 0;
+  int e0 = lane, e1 = lane + 32;  // the entries this lane holds
+  for (int k = 0; k < n; k += 2) {
+    int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
+    sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
+    sim_real x = a / L[k * (n + 1)], y = 0;
+    if (k1 > k) {
+      b = sim_fmsub(L[k * n + k1], x, b);
+      y = b / L[k1 * (n + 1)];
+    }
+    if (e0 == k) r0 = x;
+    if (e1 == k) r1 = x;
+    if (k1 > k && e0 == k1) r0 = y;
+    if (k1 > k && e1 == k1) r1 = y;
+    if (e0 > k1 && e0 < n) {
+      r0 = sim_fmsub(L[k * n + e0], x, r0);
+      r0 = sim_fmsub(L[k1 * n + e0], y, r0);
+    }
+    if (e1 > k1 && e1 < n) {
+      r1 = sim_fmsub(L[k * n + e1], x, r1);
+      r1 = sim_fmsub(L[k1 * n + e1], y, r1);
+    }
+  }
+  for (int j = n - 1; j >= 0; j -= 2) {
+    int j1 = SIM_MAX(j - 1, 0);  // the last step finishes entry 0 alone where n is odd
+    sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
+    sim_real x = a / L[j * (n + 1)], y = 0;
+    if (j1 < j) {
+      b = sim_fmsub(L[j * n + j1], x, b);
+      y = b / L[j1 * (n + 1)];
+    }
+    if (e0 == j) r0 = x;
+    if (e1 == j) r1 = x;
+    if (j1 < j && e0 == j1) r0 = y;
+    if (j1 < j && e1 == j1) r1 = y;
+    if (e0 < j1) {
+      r0 = sim_fmsub(L[j * n + e0], x, r0);
+      r0 = sim_fmsub(L[j1 * n + e0], y, r0);
+    }
+    if (e1 < j1) {
+      r1 = sim_fmsub(L[j * n + e1], x, r1);
+      r1 = sim_fmsub(L[j1 * n + e1], y, r1);
+    }
+  }
+  if (lane < n) out[dofs[lane]] = r0;
+  if (lane + 32 < n) out[dofs[lane + 32]] = r1;
+}
+
 // Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: once res[k] is
 // final every lane subtracts its multiple from the entries it holds, lane l the entries k + 1 + l, k + 1 + l +
 // nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
@@ -766,52 +828,8 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   // owners keep the quotients, the other lanes subtract both terms in order. One shuffle's wait per two entries,
   // and no lane works alone.
   if (SIM_WARP && nlane == 32 && n <= 64) {
-    sim_real r0 = lane < n ? d->sol_grad[dofs[lane]] : 0, r1 = lane + 32 < n ? d->sol_grad[dofs[lane + 32]] : 0;
-    int e0 = lane, e1 = lane + 32;  // the entries this lane holds
-    for (int k = 0; k < n; k += 2) {
-      int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
-      sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
-      sim_real x = a / L[k * (n + 1)], y = 0;
-      if (k1 > k) {
-        b = sim_fmsub(L[k * n + k1], x, b);
-        y = b / L[k1 * (n + 1)];
-      }
-      if (e0 == k) r0 = x;
-      if (e1 == k) r1 = x;
-      if (k1 > k && e0 == k1) r0 = y;
-      if (k1 > k && e1 == k1) r1 = y;
-      if (e0 > k1 && e0 < n) {
-        r0 = sim_fmsub(L[k * n + e0], x, r0);
-        r0 = sim_fmsub(L[k1 * n + e0], y, r0);
-      }
-      if (e1 > k1 && e1 < n) {
-        r1 = sim_fmsub(L[k * n + e1], x, r1);
-        r1 = sim_fmsub(L[k1 * n + e1], y, r1);
-      }
-    }
-    for (int j = n - 1; j >= 0; j -= 2) {
-      int j1 = SIM_MAX(j - 1, 0);  // the last step finishes entry 0 alone where n is odd
-      sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
-      sim_real x = a / L[j * (n + 1)], y = 0;
-      if (j1 < j) {
-        b = sim_fmsub(L[j * n + j1], x, b);
-        y = b / L[j1 * (n + 1)];
-      }
-      if (e0 == j) r0 = x;
-      if (e1 == j) r1 = x;
-      if (j1 < j && e0 == j1) r0 = y;
-      if (j1 < j && e1 == j1) r1 = y;
-      if (e0 < j1) {
-        r0 = sim_fmsub(L[j * n + e0], x, r0);
-        r0 = sim_fmsub(L[j1 * n + e0], y, r0);
-      }
-      if (e1 < j1) {
-        r1 = sim_fmsub(L[j * n + e1], x, r1);
-        r1 = sim_fmsub(L[j1 * n + e1], y, r1);
-      }
-    }
-    if (lane < n) d->sol_Mgrad[dofs[lane]] = r0;
-    if (lane + 32 < n) d->sol_Mgrad[dofs[lane + 32]] = r1;
+    if (SIM_IS_SHARED(L)) sim_chol_solve_warp(L, d->sol_grad, d->sol_Mgrad, dofs, n, lane, 1);
+    else sim_chol_solve_warp(L, d->sol_grad, d->sol_Mgrad, dofs, n, lane, 0);
     SIM_SYNC();
     return;
   }
