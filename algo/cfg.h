@@ -46,7 +46,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(run, eval_motion_steps, INT, "0", "[0, 1000000000]", 0, "control steps scored per clip in the motion evaluation of run.eval_motions (0: the full clip)") \
   X(run, eval_device, ENUM, "cpu", "cpu|cuda", 0, "backend of the motion evaluation's physics (run.eval_motions): cpu (the CPU batch) or cuda (the CUDA environment, policy and scoring on the host)") \
   X(run, device, ENUM, "cpu", "cpu|cuda", 0, "backend") \
-  X(run, cuda_launch, ENUM, "staged", "fused|staged", 0, "the CUDA engine's launch: one kernel per control step and per backward (fused) or one per group of stages (staged); the same results") \
+  X(run, cuda_launch, ENUM, "staged", "fused|staged", 0, "the CUDA engine's launch: one kernel per control step and per backward (fused) or one per group of stages (staged; the Newton solver's dense scratch in shared memory where it fits); the same results") \
   X(run, tensorboard, BOOL, "true", "", 0, "write TensorBoard event files") \
   X(policy, actor_hidden, INTLIST, "[64, 64]", "[1, 65536]", CFG_H, "actor hidden widths") \
   X(policy, critic_hidden, INTLIST, "[64, 64]", "[1, 65536]", CFG_H, "critic hidden widths") \

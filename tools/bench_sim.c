@@ -36,10 +36,10 @@ static const char* kUsage =
     "--stages: per-stage times of the forward substep (CUDA with --grad: also the staged launch's kernels, forward\n"
     "and backward). --write-states: the start states for\n"
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
-    "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged, the default; staged-shared:\n"
-    "the solver's dense scratch in shared memory).\n";
+    "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged-shared, the default: the\n"
+    "solver's dense scratch in shared memory where it fits; staged: in global memory).\n";
 
-static int g_staged = 1;  // --launch: simcuda_set_staged's mode
+static int g_staged = 2;  // --launch: simcuda_set_staged's mode
 
 static double now_s(void) {
   struct timespec t;
@@ -563,7 +563,7 @@ int bench_sim_main(int argc, char** argv) {
       const char* v = cli_value(argc, argv, &i);
       bad = !v || (strcmp(v, "fused") && strcmp(v, "staged") && strcmp(v, "staged-shared"));
       if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused, staged or staged-shared\n");
-      g_staged = bad ? 1 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
+      g_staged = bad ? 2 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

@@ -77,7 +77,7 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
   g->hd.on_device = 1;
   CU_CHECK(cudaMalloc((void**)&g->dd, sizeof(SimData)));
   CU_CHECK(cudaMemcpy(g->dd, &g->hd, sizeof(SimData), cudaMemcpyHostToDevice));
-  simcuda_set_staged(g, 1);  // the default launch
+  simcuda_set_staged(g, 2);  // the default launch
   return SIM_OK;
 }
 

@@ -23,10 +23,12 @@ int simcuda_upload(SimCuda* g, const SimData_f32* host);
 int simcuda_download(SimCuda* g, SimData_f32* host);
 
 // How steps, control steps and their backward launch (the same bits in every mode): 0 fused (one kernel per
-// step, control step or backward), 1 staged (the default: one kernel per group of stages, each with its own
-// registers and code; on the H200 1.3-1.5x faster than fused forward and 1.8-2.5x with the backward, G1 and
-// humanoid, bench/RESULTS.md 2026-12-05), 2 staged with the Newton solver's dense scratch in shared memory
-// (models with nv <= 39; otherwise as 1). Returns the mode set: RK4 models stay fused.
+// step, control step or backward), 1 staged (one kernel per group of stages, each with its own registers and
+// code; on the H200 1.3-1.5x faster than fused forward and 1.8-2.5x with the backward, G1 and humanoid,
+// bench/RESULTS.md 2026-12-05), 2 (the default) staged with the Newton solver's dense scratch in shared memory,
+// where the factor and its solves load it as shared memory (models with nv <= 39; otherwise as 1; on the H100
+// 3 % / 8 % less time than 1 on the G1 / humanoid forward, bench/RESULTS.md 2026-12-06). Returns the mode set:
+// RK4 models stay fused.
 int simcuda_set_staged(SimCuda* g, int staged);
 int simcuda_staged(const SimCuda* g);
 
