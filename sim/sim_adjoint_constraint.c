@@ -209,31 +209,36 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
   for (int c = lane; c < ncon; c += nlane)
     if (conrow[c] >= 0) sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
   SIM_SYNC();
+  // The gathers to geoms (position and frame of each side, the sliding friction's source) and to root bodies (the
+  // subtree com of each side's root): the contacts in order, the 16 components across lanes (lane k owns component k
+  // of every geom or body), so that each accumulator receives its terms in contact order, then side order, as a walk
+  // per geom or per body gives them, while no lane waits on another's geoms.
   const sim_real* gf = sim_prm_friction(m, d);  // (ngeom, 3) the frictions the contacts were mixed from
-  for (int g = lane; g < m->ngeom; g += nlane)
-    for (int c = 0; c < ncon; c++) {
-      if (conrow[c] < 0) continue;
-      const sim_real* gb = d->adj_con + (size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_GEOM;
-      for (int side = 0; side < 2; side++) {
-        if (d->contact_geom[2 * c + side] != g) continue;
-        const sim_real* p = gb + 12 * side;
-        for (int k = 0; k < 3; k++) d->adj_geom_xpos[3 * g + k] += p[k];
-        for (int k = 0; k < 9; k++) d->adj_geom_xmat[9 * g + k] += p[3 + k];
+  for (int c = 0; c < ncon; c++) {
+    if (conrow[c] < 0) continue;
+    const sim_real* cb = d->adj_con + (size_t)SIM_ADJ_CON * c;
+    for (int k = lane; k < 16; k += nlane) {
+      if (k == 12) {
+        // sliding friction: to the geom it was mixed from (dynamic pairs; not where clamped to mjMINMU)
+        int pr = d->contact_pair[c];
+        if (d->contact_dim[c] > 1 && m->pair_ipair[pr] < 0) {
+          int g = simc_friction_src(m, gf, pr, 0);
+          if ((d->contact_geom[2 * c] == g || d->contact_geom[2 * c + 1] == g) && gf[3 * g] >= (sim_real)SIM_MINMU)
+            d->adj_geom_friction[3 * g] += cb[SIM_ADJ_CON_FRIC];
+        }
+        continue;
       }
-      // sliding friction: to the geom it was mixed from (dynamic pairs; not where clamped to mjMINMU)
-      int pr = d->contact_pair[c];
-      if ((d->contact_geom[2 * c] == g || d->contact_geom[2 * c + 1] == g) && d->contact_dim[c] > 1 &&
-          m->pair_ipair[pr] < 0 && simc_friction_src(m, gf, pr, 0) == g && gf[3 * g] >= (sim_real)SIM_MINMU)
-        d->adj_geom_friction[3 * g] += d->adj_con[(size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_FRIC];
-    }
-  for (int b = 1 + lane; b < m->nbody; b += nlane) {
-    if (m->body_rootid[b] != b) continue;
-    for (int c = 0; c < ncon; c++) {
-      if (conrow[c] < 0) continue;
-      const sim_real* cb = d->adj_con + (size_t)SIM_ADJ_CON * c;
-      for (int side = 0; side < 2; side++)
-        if (m->body_rootid[m->geom_bodyid[d->contact_geom[2 * c + side]]] == b)
-          simu_add3(d->adj_subtree_com + 3 * b, d->adj_subtree_com + 3 * b, cb + (side ? SIM_ADJ_CON_COM2 : SIM_ADJ_CON_COM1));
+      for (int side = 0; side < 2; side++) {
+        int g = d->contact_geom[2 * c + side];
+        if (k < 3) {
+          d->adj_geom_xpos[3 * g + k] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
+        } else if (k < 12) {
+          d->adj_geom_xmat[9 * g + k - 3] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
+        } else {
+          int b = m->body_rootid[m->geom_bodyid[g]];  // the world (0) takes none
+          if (b > 0) d->adj_subtree_com[3 * b + k - 13] += cb[(side ? SIM_ADJ_CON_COM2 : SIM_ADJ_CON_COM1) + k - 13];
+        }
+      }
     }
   }
   // cdof-bar of dof i: jacp column p = lin + ang x off gets p-bar = +X_i (chain of b2), -X_i (chain of b1)
