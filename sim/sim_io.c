@@ -229,6 +229,12 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
     int p = m->dof_parentid[i];
     m->dof_depth[i] = p < 0 ? 0 : m->dof_depth[p] + 1;
   }
+  // descendant counts: one descending pass adds each dof's subtree to its parent's (a subtree is contiguous, so
+  // dof i's descendants are i + 1 ... i + dof_ndesc[i]; MuJoCo's M rows of simple bodies omit ancestors, so M_desc
+  // does not give them)
+  for (int i = 0; i < mj->nv; i++) m->dof_ndesc[i] = 0;
+  for (int i = mj->nv - 1; i >= 0; i--)
+    if (m->dof_parentid[i] >= 0) m->dof_ndesc[m->dof_parentid[i]] += 1 + m->dof_ndesc[i];
   int ndl = 0;
   for (int l = 0; l < mj->nv; l++) {
     m->dof_level_adr[l] = ndl;

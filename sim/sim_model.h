@@ -177,6 +177,7 @@ enum {
   X(int, M_desc_num, nv, 1)           /* number of them */                                         \
   X(int, M_desc, nM, 2)               /* (descendant c, address of M(c, i)), ascending c: M v */   \
   X(int, dof_depth, nv, 1)            /* number of ancestor dofs */                                \
+  X(int, dof_ndesc, nv, 1)            /* number of descendant dofs (they follow it) */             \
   X(int, dof_level_adr, nv, 1)        /* first entry of each depth in dof_level_dof */             \
   X(int, dof_level_num, nv, 1)        /* dofs at each depth (0 beyond the deepest) */              \
   X(int, dof_level_dof, nv, 1)        /* dofs sorted by depth (ascending id within a depth) */     \
