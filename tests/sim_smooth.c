@@ -1,6 +1,7 @@
 // sim_smooth: the smooth pipeline, stage by stage, against MuJoCo 3.12 C (float64) at random states, with
 // constraints disabled. Outputs are poisoned (NaN) before each stage, so an element a stage fails to write
-// fails the test. Built twice: float64 (tight tolerance) and float32 (the GPU's arithmetic).
+// fails the test. Built twice: float64 (tight tolerance) and float32 (the GPU's arithmetic). Also: each imported
+// model's descendant counts (dof_ndesc) against the walk up dof_parentid.
 #include <mujoco/mujoco.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,11 +196,41 @@ static void test_step(const char* model, int nstate) {
   sim_free_mjmodel(mm);
 }
 
+// dof_ndesc: dof i lies on the chain of parents from dof `last` exactly where i <= last <= i + dof_ndesc[i] (a
+// subtree's dofs follow its root contiguously; sim_adj_on_chain relies on it). Also on models whose simple bodies'
+// rows of M omit ancestors, where M's pattern does not give the descendants.
+static void test_dof_tables(const char* model) {
+  char err[4096];
+  void* mjv = NULL;
+  SimLoadOptions opt;
+  sim_load_options_default(&opt);
+  SimModel* m = NULL;
+  if (sim_load_mjcf(model, &opt, &mjv, err, sizeof(err)) || sim_model_import(mjv, &m, err, sizeof(err))) {
+    TEST_CHECK(0, "%s: %s", model, err);
+    if (mjv) sim_free_mjmodel((mjModel*)mjv);
+    return;
+  }
+  int bad = 0;
+  for (int last = 0; last < m->nv; last++)
+    for (int i = 0; i < m->nv; i++) {
+      int j = last;
+      while (j > i) j = m->dof_parentid[j];
+      bad += (j == i) != (i <= last && last <= i + m->dof_ndesc[i]);
+    }
+  TEST_CHECK(bad == 0, "%s: dof_ndesc disagrees with the parent walk at %d (i, last) pairs", model, bad);
+  sim_model_free(m);
+  sim_free_mjmodel((mjModel*)mjv);
+}
+
 int main(void) {
   int n = (int)(sizeof(kModels) / sizeof(kModels[0]));
   for (int i = 0; i < n; i++) {
     test_model(kModels[i], 8);
     test_step(kModels[i], 8);
+    test_dof_tables(kModels[i]);
   }
+  const char* free_bodies[] = {"test/collision_free.xml", "test/constraint_free.xml", "test/rest_round.xml",
+                               "test/rest_stack.xml"};
+  for (int i = 0; i < 4; i++) test_dof_tables(free_bodies[i]);
   return test_report("sim_smooth_" PREC);
 }
