@@ -34,9 +34,11 @@
 #define SIM_ADJ_CON_ABG 30   // (9) A, B, G: sum over the contact's rows of alpha w, beta w, gamma w
 #define SIM_ADJ_CON_FRIC 39  // (1) cotangent of the contact's sliding friction (condim 3; 0 for condim 1)
 
-// dof i lies on the dof chain ending at dof `last`: last is i or one of i's dof_ndesc descendants, which follow it
-// contiguously; the answer of a walk up last's parents to i, without the walk's dependent loads
-SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) { return i <= last && last <= i + m->dof_ndesc[i]; }
+// dof i lies on the dof chain ending at dof `last`: last is i or one of i's descendants (sim_dof_subtree_end); the
+// answer of a walk up last's parents to i, without the walk's dependent loads
+SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
+  return i <= last && last < sim_dof_subtree_end(m, i);
+}
 
 // per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {

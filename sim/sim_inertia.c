@@ -107,12 +107,8 @@ SIM_FN int sim_M_find(const SimModel* m, int i, int j) {
   return k >= 0 && m->M_colind[adr + k] == j ? adr + k : -1;
 }
 
-// one past the last descendant of dof j (dofs are numbered depth-first: a subtree is contiguous)
-SIM_FN int sim_dof_subtree_end(const SimModel* m, int j) {
-  int c = j + 1, dj = m->dof_depth[j];
-  while (c < m->nv && m->dof_depth[c] > dj) c++;
-  return c;
-}
+// one past the last descendant of dof j (dofs are numbered depth-first: a subtree is contiguous, dof_ndesc long)
+SIM_FN int sim_dof_subtree_end(const SimModel* m, int j) { return j + 1 + m->dof_ndesc[j]; }
 
 // number of dof depths (dof_level_num is 0 beyond the deepest)
 SIM_FN int sim_dof_nlevel(const SimModel* m) {
