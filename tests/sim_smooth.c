@@ -197,8 +197,8 @@ static void test_step(const char* model, int nstate) {
 }
 
 // dof_ndesc: dof i lies on the chain of parents from dof `last` exactly where i <= last <= i + dof_ndesc[i] (a
-// subtree's dofs follow its root contiguously; sim_adj_on_chain relies on it). Also on models whose simple bodies'
-// rows of M omit ancestors, where M's pattern does not give the descendants.
+// subtree's dofs follow its root contiguously; sim_dof_subtree_end and sim_adj_on_chain rely on it). Also on models
+// whose simple bodies' rows of M omit ancestors, where M's pattern does not give the descendants.
 static void test_dof_tables(const char* model) {
   char err[4096];
   void* mjv = NULL;
@@ -207,7 +207,7 @@ static void test_dof_tables(const char* model) {
   SimModel* m = NULL;
   if (sim_load_mjcf(model, &opt, &mjv, err, sizeof(err)) || sim_model_import(mjv, &m, err, sizeof(err))) {
     TEST_CHECK(0, "%s: %s", model, err);
-    if (mjv) sim_free_mjmodel((mjModel*)mjv);
+    if (mjv) sim_free_mjmodel(mjv);
     return;
   }
   int bad = 0;
@@ -219,7 +219,7 @@ static void test_dof_tables(const char* model) {
     }
   TEST_CHECK(bad == 0, "%s: dof_ndesc disagrees with the parent walk at %d (i, last) pairs", model, bad);
   sim_model_free(m);
-  sim_free_mjmodel((mjModel*)mjv);
+  sim_free_mjmodel(mjv);
 }
 
 int main(void) {
@@ -231,6 +231,6 @@ int main(void) {
   }
   const char* free_bodies[] = {"test/collision_free.xml", "test/constraint_free.xml", "test/rest_round.xml",
                                "test/rest_stack.xml"};
-  for (int i = 0; i < 4; i++) test_dof_tables(free_bodies[i]);
+  for (size_t i = 0; i < sizeof(free_bodies) / sizeof(free_bodies[0]); i++) test_dof_tables(free_bodies[i]);
   return test_report("sim_smooth_" PREC);
 }
