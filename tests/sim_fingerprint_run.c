@@ -1,5 +1,6 @@
 // sim_fingerprint_run.c: one precision's part of sim_fingerprint (compiled once with SIM_DOUBLE, once without).
 #include <mujoco/mujoco.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -17,6 +18,16 @@
 static uint64_t fnv(uint64_t h, const void* p, size_t n) {
   const unsigned char* b = (const unsigned char*)p;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+// FNV-1a of n reals, every NaN hashed as one value: a NaN's sign and payload follow the operand order the
+// compiler picks for a commutative operation, not the arithmetic
+static uint64_t fnv_reals(uint64_t h, const sim_real* x, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    sim_real v = x[i] == x[i] ? x[i] : (sim_real)NAN;
+    h = fnv(h, &v, sizeof v);
+  }
   return h;
 }
 
@@ -43,9 +54,9 @@ uint64_t FINGERPRINT(const mjModel* mm, int nworld, int nstep, long* niter, char
   for (int t = 0; t < nstep; t++) {
     for (int i = 0; i < nworld * m->nu; i++) d->ctrl[i] = lcg_uniform(lcg_step(&s), 53);
     sim_step(m, d);
-    h = fnv(h, d->qpos, sizeof(sim_real) * (size_t)nworld * m->nq);
-    h = fnv(h, d->qvel, sizeof(sim_real) * (size_t)nworld * m->nv);
-    h = fnv(h, d->qacc, sizeof(sim_real) * (size_t)nworld * m->nv);
+    h = fnv_reals(h, d->qpos, (size_t)nworld * m->nq);
+    h = fnv_reals(h, d->qvel, (size_t)nworld * m->nv);
+    h = fnv_reals(h, d->qacc, (size_t)nworld * m->nv);
     for (int w = 0; w < nworld; w++) *niter += d->solver_niter[w];
   }
   sim_data_free(d);
@@ -85,14 +96,14 @@ uint64_t FINGERPRINT_GRAD(const mjModel* mm, int nworld, int nstep, char* err, s
       h = 0;
       break;
     }
-    h = fnv(h, d->adj_qpos, sizeof(sim_real) * (size_t)nworld * m->nv);
-    h = fnv(h, d->adj_qvel, sizeof(sim_real) * (size_t)nworld * m->nv);
-    h = fnv(h, d->adj_ctrl, sizeof(sim_real) * (size_t)nworld * m->nu);
+    h = fnv_reals(h, d->adj_qpos, (size_t)nworld * m->nv);
+    h = fnv_reals(h, d->adj_qvel, (size_t)nworld * m->nv);
+    h = fnv_reals(h, d->adj_ctrl, (size_t)nworld * m->nu);
   }
   if (h) {
-    h = fnv(h, d->adj_body_mass, sizeof(sim_real) * (size_t)nworld * m->nbody);
-    h = fnv(h, d->adj_body_ipos, sizeof(sim_real) * (size_t)nworld * 3 * m->nbody);
-    h = fnv(h, d->adj_geom_friction, sizeof(sim_real) * (size_t)nworld * 3 * m->ngeom);
+    h = fnv_reals(h, d->adj_body_mass, (size_t)nworld * m->nbody);
+    h = fnv_reals(h, d->adj_body_ipos, (size_t)nworld * 3 * m->nbody);
+    h = fnv_reals(h, d->adj_geom_friction, (size_t)nworld * 3 * m->ngeom);
   }
   sim_data_free(d);
   sim_model_free(m);
