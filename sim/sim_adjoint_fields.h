@@ -76,7 +76,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, adj_cacc, adj, m->nbody * 6)                                                         \
   X(sim_real, adj_cfrc, adj, m->nbody * 6)                                                         \
   X(sim_real, adj_wrench, adj, m->nbody * 6) /* kinematics: subtree wrench about subtree_com[root] */ \
-  X(sim_real, adj_buf6, adj, m->nv * 12)    /* crb: buf = crb cdof and its cotangent per dof */      \
+  X(sim_real, adj_buf6, adj, m->nv * 12)    /* crb: buf = crb cdof and its cotangent; comVel: cvel-bar per dof */ \
   X(sim_real, adj_cvelpre, adj, m->nv * 6)   /* comVel: cvel seen by each dof's cdof_dot (recomputed) */ \
   X(sim_real, adj_qfrc_smooth, adj, m->nv)   /* tau-bar = lambda: where the solver adjoint delivers */ \
   X(sim_real, adj_qacc, adj, m->nv)          /* a-bar: cotangent of the solver's qacc */            \

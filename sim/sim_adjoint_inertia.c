@@ -70,30 +70,28 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
     SIM_SYNC();
   }
   for (int k = lane; k < 10 * m->nbody; k += nlane) crbbar[k] = 0;
-  for (int i = lane; i < nv; i += nlane) {
-    int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-    simu_mulInertVec(buf + 6 * i, d->crb + 10 * m->dof_bodyid[i], d->cdof + 6 * i);
-    sim_real* bb = bufbar + 6 * i;
-    for (int e = 0; e < 6; e++) bb[e] = 0;
-    for (int k = diag; k >= adr; k--) {  // entries (i, j), j = colind[k]
-      sim_real mb = d->adj_M[k];
-      const sim_real* cj = d->cdof + 6 * m->M_colind[k];
-      for (int e = 0; e < 6; e++) bb[e] += mb * cj[e];
-    }
+  for (int i = lane; i < nv; i += nlane) simu_mulInertVec(buf + 6 * i, d->crb + 10 * m->dof_bodyid[i], d->cdof + 6 * i);
+  // bufbar_i = sum over row i's entries (i, j), last first, of M-bar(i,j) cdof_j: rows and components across
+  // lanes (rows differ in length by their depth; each component sums its terms in the same order)
+  for (int t = lane; t < 6 * nv; t += nlane) {
+    int i = t / 6, e = t % 6, adr = m->M_rowadr[i];
+    sim_real bb = 0;
+    for (int k = adr + m->M_rownnz[i] - 1; k >= adr; k--) bb += d->adj_M[k] * d->cdof[6 * m->M_colind[k] + e];
+    bufbar[t] = bb;
   }
   SIM_SYNC();
   // cdof_j-bar += sum over rows i >= j holding column j of M-bar(i,j) buf_i, ascending in i: j itself (its
-  // diagonal), then its descendants (the rows that can hold column j: one subtree, contiguous ids)
-  for (int j = lane; j < nv; j += nlane) {
-    sim_real acc[6];
-    for (int e = 0; e < 6; e++) acc[e] = d->adj_cdof[6 * j + e];
+  // diagonal), then its descendants (the rows that can hold column j: one subtree, contiguous ids); columns
+  // and components across lanes
+  for (int t = lane; t < 6 * nv; t += nlane) {
+    int j = t / 6, e = t % 6;
+    sim_real acc = d->adj_cdof[t] + d->adj_M[m->M_rowadr[j] + m->M_rownnz[j] - 1] * buf[t];
     int jend = sim_dof_subtree_end(m, j);
-    for (int i = j; i < jend; i++) {
-      int k = i == j ? m->M_rowadr[j] + m->M_rownnz[j] - 1 : sim_M_find(m, i, j);
-      if (k < 0) continue;
-      for (int e = 0; e < 6; e++) acc[e] += d->adj_M[k] * buf[6 * i + e];
+    for (int i = j + 1; i < jend; i++) {
+      int k = sim_M_find(m, i, j);
+      if (k >= 0) acc += d->adj_M[k] * buf[6 * i + e];
     }
-    for (int e = 0; e < 6; e++) d->adj_cdof[6 * j + e] = acc[e];
+    d->adj_cdof[t] = acc;
   }
   SIM_SYNC();
   // buf_i = crb cdof_i: cdof_i-bar += crb bufbar_i (the inertia operator is symmetric), crb-bar per body

@@ -217,20 +217,24 @@ SIM_FN_STAGE void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int n
     simu_copy3(D + 6 * i + 3, difbar);
   }
   SIM_SYNC();
-  // gather into each root's subtree_com cotangent, then scale: subtree_com_p = sum m_k xipos_k / M_p
-  for (int p = lane; p < nbody; p += nlane) {
+  // gather into each root's subtree_com cotangent, then scale: subtree_com_p = sum m_k xipos_k / M_p (bodies
+  // and their 3 components across lanes: a model has few roots, each gathers over every joint and body)
+  for (int t = lane; t < 3 * nbody; t += nlane) {
+    int p = t / 3, c = t % 3;
+    sim_real v = cbar[t];
     if (p > 0 && m->body_rootid[p] == p) {
       for (int j = 0; j < m->njnt; j++)
-        if (m->body_rootid[m->jnt_bodyid[j]] == p) simu_add3(cbar + 3 * p, cbar + 3 * p, O + 3 * j);
+        if (m->body_rootid[m->jnt_bodyid[j]] == p) v = v + O[3 * j + c];
       for (int i = 1; i < nbody; i++)
-        if (m->body_rootid[i] == p) simu_sub3(cbar + 3 * p, cbar + 3 * p, D + 6 * i + 3);
+        if (m->body_rootid[i] == p) v = v - D[6 * i + 3 + c];
     }
     if (stmass[p] < SIM_MINVAL) {
-      simu_add3(d->adj_xipos + 3 * p, d->adj_xipos + 3 * p, cbar + 3 * p);
-      simu_zero3(cbar + 3 * p);
+      d->adj_xipos[t] = d->adj_xipos[t] + v;
+      v = 0;
     } else {
-      simu_scl3(cbar + 3 * p, cbar + 3 * p, 1 / stmass[p]);
+      v = v * (1 / stmass[p]);
     }
+    cbar[t] = v;
   }
   SIM_SYNC();
   // push down the tree; cumulative T_i = sum over ancestors-or-self p of cbar_p . subtree_com_p gives the
@@ -253,17 +257,29 @@ SIM_FN_STAGE void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int n
 
 // lengths VJP: adj_actuator_length, adj_ten_length -> adj_dq (hinge/slide dofs only)
 SIM_FN_STAGE void sim_adj_tendon_transmission(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  if (lane == 0) {
-    for (int a = 0; a < m->nu; a++) {
-      int id = m->actuator_trnid[a];
-      sim_real g = m->actuator_gear[a] * d->adj_actuator_length[a];
-      if (m->actuator_trntype[a] == SIM_TRN_JOINT) d->adj_dq[m->jnt_dofadr[id]] += g;
-      else d->adj_ten_length[id] += g;
+  if (m->ntendon) {
+    if (lane == 0) {
+      for (int a = 0; a < m->nu; a++) {
+        int id = m->actuator_trnid[a];
+        sim_real g = m->actuator_gear[a] * d->adj_actuator_length[a];
+        if (m->actuator_trntype[a] == SIM_TRN_JOINT) d->adj_dq[m->jnt_dofadr[id]] += g;
+        else d->adj_ten_length[id] += g;
+      }
+      for (int t = 0; t < m->ntendon; t++) {
+        int adr = m->tendon_adr[t], num = m->tendon_num[t];
+        for (int k = 0; k < num; k++) d->adj_dq[m->wrap_dofadr[adr + k]] += m->wrap_prm[adr + k] * d->adj_ten_length[t];
+      }
     }
-    for (int t = 0; t < m->ntendon; t++) {
-      int adr = m->tendon_adr[t], num = m->tendon_num[t];
-      for (int k = 0; k < num; k++) d->adj_dq[m->wrap_dofadr[adr + k]] += m->wrap_prm[adr + k] * d->adj_ten_length[t];
-    }
+  } else {
+    // joint transmissions only: per dof across lanes, its actuators ascending (a joint transmission's moment
+    // includes its joint's first dof, so the dof's moment list names every actuator that lands there)
+    for (int i = lane; i < m->nv; i += nlane)
+      for (int e = m->dof_momadr[i]; e < m->dof_momadr[i] + m->dof_momnum[i]; e++) {
+        int a = m->dof_moment[2 * e + 1];
+        if (e > m->dof_momadr[i] && m->dof_moment[2 * e - 1] == a) continue;  // one visit per actuator
+        if (m->actuator_trntype[a] == SIM_TRN_JOINT && m->jnt_dofadr[m->actuator_trnid[a]] == i)
+          d->adj_dq[i] += m->actuator_gear[a] * d->adj_actuator_length[a];
+      }
   }
   SIM_SYNC();
 }

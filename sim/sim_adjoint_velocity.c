@@ -46,16 +46,19 @@ SIM_FN void simu_adj_crossForce(sim_real* velbar, sim_real* fbar, const sim_real
 
 // ten_velocity = ten_J qvel, actuator_velocity = moment qvel -> adj_dv
 SIM_FN_STAGE void sim_adj_tendon_actuator_velocity(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  if (lane == 0) {
-    for (int t = 0; t < m->ntendon; t++) {
-      int adr = m->tendon_adr[t], num = m->tendon_num[t];
-      for (int k = 0; k < num; k++) d->adj_dv[m->wrap_dofadr[adr + k]] += m->wrap_prm[adr + k] * d->adj_ten_velocity[t];
-    }
-    for (int a = 0; a < m->nu; a++) {
-      int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
-      for (int k = 0; k < num; k++) d->adj_dv[m->moment_dof[adr + k]] += m->moment_val[adr + k] * d->adj_actuator_velocity[a];
-    }
+  if (m->ntendon) {
+    if (lane == 0)
+      for (int t = 0; t < m->ntendon; t++) {
+        int adr = m->tendon_adr[t], num = m->tendon_num[t];
+        for (int k = 0; k < num; k++)
+          d->adj_dv[m->wrap_dofadr[adr + k]] += m->wrap_prm[adr + k] * d->adj_ten_velocity[t];
+      }
+    SIM_SYNC();
   }
+  // the actuators' terms after the tendons', per dof across lanes from its moment entries (in actuator order)
+  for (int i = lane; i < m->nv; i += nlane)
+    for (int e = m->dof_momadr[i]; e < m->dof_momadr[i] + m->dof_momnum[i]; e++)
+      d->adj_dv[i] += m->moment_val[m->dof_moment[2 * e]] * d->adj_actuator_velocity[m->dof_moment[2 * e + 1]];
   SIM_SYNC();
 }
 
@@ -83,51 +86,64 @@ SIM_FN void sim_adj_cvelpre_body(const SimModel* m, SimWorld* d, int i) {
   }
 }
 
+// component e of simu_cross(a, b) (the same expression)
+SIM_FN sim_real simu_cross_e(const sim_real a[3], const sim_real b[3], int e) {
+  return e == 0 ? a[1] * b[2] - a[2] * b[1] : (e == 1 ? a[2] * b[0] - a[0] * b[2] : a[0] * b[1] - a[1] * b[0]);
+}
+
+// component e of simu_adj_crossMotion's velbar update: velbar_e plus its terms, in that function's order
+SIM_FN sim_real simu_adj_crossMotion_vel_e(sim_real velbar_e, const sim_real v[6], const sim_real rbar[6], int e) {
+  if (e < 3) return (velbar_e + simu_cross_e(v, rbar, e)) + simu_cross_e(v + 3, rbar + 3, e);
+  return velbar_e + simu_cross_e(v, rbar + 3, e - 3);
+}
+
 // comVel VJP: adj_cvel, adj_cdof_dot -> adj_cdof, adj_dv (accumulated). adj_cvel is consumed.
 SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  for (int l = 1; l < m->nlevel; l++) {
-    int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) sim_adj_cvelpre_body(m, d, m->level_body[adr + k]);
-  }
+  sim_real* cbar_dof = d->adj_buf6;  // (nv, 6) the body's cvel cotangent each dof's terms see
+  for (int i = 1 + lane; i < m->nbody; i += nlane) sim_adj_cvelpre_body(m, d, i);  // reads the forward's cvel only
   SIM_SYNC();
-  // deepest level first; the body's cvel cotangent flows back through its dofs (last first) to the parent
+  // deepest level first; the body's cvel cotangent flows back through its dofs (last first) to the parent.
+  // A level's bodies and their 6 components across lanes: a component's chain reads only that component
+  // (the crossMotion terms into it come from cdof and cdof_dot's cotangent); the terms that need all six
+  // (the dot into adj_dv, the crossMotion terms into adj_cdof) follow per dof from the saved cotangents.
   for (int l = m->nlevel - 1; l >= 1; l--) {
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int i = m->level_body[adr + k];
-      sim_real cbar[6];
-      simu_copy(cbar, d->adj_cvel + 6 * i, 6);
+    for (int t = lane; t < 6 * num; t += nlane) {
+      int i = m->level_body[adr + t / 6], e = t % 6;
+      sim_real c = d->adj_cvel[6 * i + e];
       int cadr = m->body_childadr[i];
-      for (int ch = 0; ch < m->body_childnum[i]; ch++)
-        for (int e = 0; e < 6; e++) cbar[e] += d->adj_cvel[6 * m->body_child[cadr + ch] + e];
+      for (int ch = 0; ch < m->body_childnum[i]; ch++) c += d->adj_cvel[6 * m->body_child[cadr + ch] + e];
       int bda = m->body_dofadr[i];
       for (int dof = bda + m->body_dofnum[i] - 1; dof >= bda; dof--) {
-        const sim_real* cdof = d->cdof + 6 * dof;
         // cvel += cdof qvel (the cvel before it is the one seen by the dof's cdof_dot, except free
         // translations whose successor is the rotation's cvelpre; both equal the running value here)
-        for (int e = 0; e < 6; e++) d->adj_cdof[6 * dof + e] += cbar[e] * d->qvel[dof];
-        d->adj_dv[dof] += simu_dot(cdof, cbar, 6);
-        int jtype = m->jnt_type[m->dof_jntid[dof]];
-        int is_free_trn = jtype == SIM_JNT_FREE && dof - m->jnt_dofadr[m->dof_jntid[dof]] < 3;
-        if (!is_free_trn)
-          simu_adj_crossMotion(0, d->adj_cdof + 6 * dof, d->adj_cvelpre + 6 * dof, cdof, d->adj_cdof_dot + 6 * dof);
+        cbar_dof[6 * dof + e] = c;
+        d->adj_cdof[6 * dof + e] += c * d->qvel[dof];
+        int jnt = m->dof_jntid[dof], jtype = m->jnt_type[jnt];
+        int is_free_trn = jtype == SIM_JNT_FREE && dof - m->jnt_dofadr[jnt] < 3;
         // the cdof_dot of a ball's (or free rotation's) 3 dofs all see the cvel before the 3 are added
-        int first = m->jnt_dofadr[m->dof_jntid[dof]] + (jtype == SIM_JNT_FREE ? 3 : 0);
+        int first = m->jnt_dofadr[jnt] + (jtype == SIM_JNT_FREE ? 3 : 0);
         if (jtype == SIM_JNT_BALL || (jtype == SIM_JNT_FREE && !is_free_trn)) {
-          if (dof == first) {
+          if (dof == first)
             for (int q = 0; q < 3; q++)
-              simu_adj_crossMotion(cbar, 0, d->adj_cvelpre + 6 * (first + q), d->cdof + 6 * (first + q),
-                                   d->adj_cdof_dot + 6 * (first + q));
-          }
+              c = simu_adj_crossMotion_vel_e(c, d->cdof + 6 * (first + q), d->adj_cdof_dot + 6 * (first + q), e);
         } else if (!is_free_trn) {
-          simu_adj_crossMotion(cbar, 0, d->adj_cvelpre + 6 * dof, cdof, d->adj_cdof_dot + 6 * dof);
+          c = simu_adj_crossMotion_vel_e(c, d->cdof + 6 * dof, d->adj_cdof_dot + 6 * dof, e);
         }
       }
-      // store the body's cotangent of cvel_parent contribution in adj_cvel for the parent to gather
-      simu_copy(d->adj_cvel + 6 * i, cbar, 6);
+      // the body's cotangent of its parent's cvel, for the parent to gather
+      d->adj_cvel[6 * i + e] = c;
     }
     SIM_SYNC();
   }
+  for (int dof = lane; dof < m->nv; dof += nlane) {
+    const sim_real* cdof = d->cdof + 6 * dof;
+    d->adj_dv[dof] += simu_dot(cdof, cbar_dof + 6 * dof, 6);
+    int jnt = m->dof_jntid[dof];
+    if (!(m->jnt_type[jnt] == SIM_JNT_FREE && dof - m->jnt_dofadr[jnt] < 3))
+      simu_adj_crossMotion(0, d->adj_cdof + 6 * dof, d->adj_cvelpre + 6 * dof, cdof, d->adj_cdof_dot + 6 * dof);
+  }
+  SIM_SYNC();
 }
 
 // rne VJP (qfrc_bias cotangent bbar, (nv)): -> adj_cdof, adj_cdof_dot, adj_cinert, adj_cvel, adj_dv.
@@ -173,22 +189,20 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
     simu_adj_mulInertVec(d->adj_cinert + 10 * i, tbar, cvel);
   }
   SIM_SYNC();
-  // cacc_b = cacc_parent + cdof_dot qvel: deepest first, into the parent (world cacc is constant)
+  // cacc_b = cacc_parent + cdof_dot qvel: deepest first, into the parent (world cacc is constant). A body's
+  // cotangent is final once its children's are gathered, so the dofs' terms follow in one pass over all dofs
+  // (each entry gets its one term: the same bits as a pass per level)
   for (int l = m->nlevel - 1; l >= 1; l--) {
-    int adr = m->level_adr[l], num = m->level_num[l];
-    sim_gather_level(m, caccbar, 6, l, 0, lane, nlane);  // the children's part first
-    SIM_SYNC();
-    for (int k = lane; k < num; k += nlane) {
-      int i = m->level_body[adr + k];
-      const sim_real* ab = caccbar + 6 * i;
-      int bda = m->body_dofadr[i];
-      for (int j = bda; j < bda + m->body_dofnum[i]; j++) {
-        for (int e = 0; e < 6; e++) d->adj_cdof_dot[6 * j + e] += ab[e] * d->qvel[j];
-        d->adj_dv[j] += simu_dot(d->cdof_dot + 6 * j, ab, 6);
-      }
-    }
+    sim_gather_level(m, caccbar, 6, l, 0, lane, nlane);
     SIM_SYNC();
   }
+  for (int k = lane; k < 6 * m->nv; k += nlane) {
+    int j = k / 6;
+    d->adj_cdof_dot[k] += caccbar[6 * m->dof_bodyid[j] + k % 6] * d->qvel[j];
+  }
+  for (int j = lane; j < m->nv; j += nlane)
+    d->adj_dv[j] += simu_dot(d->cdof_dot + 6 * j, caccbar + 6 * m->dof_bodyid[j], 6);
+  SIM_SYNC();
 }
 
 // passive VJP (qfrc_passive cotangent fbar, (nv)): -> adj_dq, adj_dv, adj_ten_length, adj_ten_velocity
