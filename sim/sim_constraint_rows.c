@@ -2,8 +2,18 @@
 // mj_instantiateLimit, mj_instantiateContact, mj_diagApprox, mj_makeImpedance) and the reference
 // acceleration (mj_referenceConstraint). Included by sim_constraint.c.
 //
-// Two phases: lane 0 enumerates the rows (type, id, pos, margin; the count is sequential), then the lanes
-// fill the rows independently (Jacobian, diagA, impedance, R, D, KBIP, vel, aref).
+// Two phases: the rows are enumerated (type, id, pos, margin; on lane 0, or by a warp placing each item's rows
+// after a prefix count), then the lanes fill the rows independently (Jacobian, diagA, impedance, R, D, KBIP,
+// vel, aref).
+
+// one row's enumeration fields
+SIM_FN void sim_row_put(SimWorld* d, int r, int type, int id, sim_real pos, sim_real margin, sim_real floss) {
+  d->efc_type[r] = type;
+  d->efc_id[r] = id;
+  d->efc_pos[r] = pos;
+  d->efc_margin[r] = margin;
+  d->efc_frictionloss[r] = floss;
+}
 
 // rows a world can hold; a constraint that does not fit is dropped whole and counted
 SIM_FN int sim_row_add(const SimModel* m, SimWorld* d, int size, int type, int id, sim_real pos, sim_real margin,
@@ -13,13 +23,7 @@ SIM_FN int sim_row_add(const SimModel* m, SimWorld* d, int size, int type, int i
     d->nefc_overflow[0] += size;
     return 0;
   }
-  for (int k = 0; k < size; k++) {
-    d->efc_type[n + k] = type;
-    d->efc_id[n + k] = id;
-    d->efc_pos[n + k] = pos;
-    d->efc_margin[n + k] = margin;
-    d->efc_frictionloss[n + k] = floss;
-  }
+  for (int k = 0; k < size; k++) sim_row_put(d, n + k, type, id, pos, margin, floss);
   d->nefc[0] = n + size;
   return 1;
 }
@@ -38,6 +42,31 @@ SIM_FN sim_real sim_ball_axis_angle(const SimModel* m, const SimWorld* d, int j,
   simu_normalize4(q);
   simu_quat2Vel(axis, q, 1);
   return simu_normalize3(axis);
+}
+
+// joint j's limit rows (0, 1 or 2: a hinge's or slide's lower then upper side; a ball's cone), their distances
+// into pos; the margin is jnt_margin
+SIM_FN int sim_limit_rows(const SimModel* m, const SimWorld* d, int j, sim_real pos[2]) {
+  if (!m->jnt_limited[j]) return 0;
+  sim_real margin = m->jnt_margin[j];
+  int tp = m->jnt_type[j], n = 0;
+  if (tp == SIM_JNT_SLIDE || tp == SIM_JNT_HINGE) {
+    sim_real value = d->qpos[m->jnt_qposadr[j]];
+    for (int side = -1; side <= 1; side += 2) {
+      // the row's distance from the double range (sim_math_geo.h): a float32 range is off by up to
+      // 2^-24 |range| (4e-8 rad at 90 deg), which a resting limit's stiffness turns into ~1e-4 rad/s^2;
+      // whether the row exists stays the float test (sim_limit_sign repeats it)
+      sim_real dist = (sim_real)side * (m->jnt_range[2 * j + (side + 1) / 2] - value);
+      sim_real gdist = (sim_real)((sim_geo)side * (SIM_GEO(m, jnt_range)[2 * j + (side + 1) / 2] - value));
+      if (dist < margin) pos[n++] = gdist;
+    }
+  } else if (tp == SIM_JNT_BALL) {
+    sim_real axis[3];
+    sim_real value = sim_ball_axis_angle(m, d, j, axis);
+    sim_real dist = SIM_MAX(m->jnt_range[2 * j], m->jnt_range[2 * j + 1]) - value;
+    if (dist < margin) pos[n++] = dist;
+  }
+  return n;
 }
 
 // lane 0: enumerate rows in MuJoCo's order
@@ -60,25 +89,9 @@ SIM_FN void sim_rows_enumerate(const SimModel* m, SimWorld* d) {
   // limits: joints (hinge/slide lower then upper; ball cone), then tendons
   if (!(dis & SIM_DSBL_LIMIT)) {
     for (int j = 0; j < m->njnt; j++) {
-      if (!m->jnt_limited[j]) continue;
-      sim_real margin = m->jnt_margin[j];
-      int tp = m->jnt_type[j];
-      if (tp == SIM_JNT_SLIDE || tp == SIM_JNT_HINGE) {
-        sim_real value = d->qpos[m->jnt_qposadr[j]];
-        for (int side = -1; side <= 1; side += 2) {
-          // the row's distance from the double range (sim_math_geo.h): a float32 range is off by up to
-          // 2^-24 |range| (4e-8 rad at 90 deg), which a resting limit's stiffness turns into ~1e-4 rad/s^2;
-          // whether the row exists stays the float test (sim_limit_sign repeats it)
-          sim_real dist = (sim_real)side * (m->jnt_range[2 * j + (side + 1) / 2] - value);
-          sim_real gdist = (sim_real)((sim_geo)side * (SIM_GEO(m, jnt_range)[2 * j + (side + 1) / 2] - value));
-          if (dist < margin) sim_row_add(m, d, 1, SIM_CNSTR_LIMIT_JOINT, j, gdist, margin, 0);
-        }
-      } else if (tp == SIM_JNT_BALL) {
-        sim_real axis[3];
-        sim_real value = sim_ball_axis_angle(m, d, j, axis);
-        sim_real dist = SIM_MAX(m->jnt_range[2 * j], m->jnt_range[2 * j + 1]) - value;
-        if (dist < margin) sim_row_add(m, d, 1, SIM_CNSTR_LIMIT_JOINT, j, dist, margin, 0);
-      }
+      sim_real pos[2];
+      int n = sim_limit_rows(m, d, j, pos);
+      for (int k = 0; k < n; k++) sim_row_add(m, d, 1, SIM_CNSTR_LIMIT_JOINT, j, pos[k], m->jnt_margin[j], 0);
     }
     for (int t = 0; t < m->ntendon; t++) {
       if (!m->tendon_limited[t] || !sim_tendon_nonempty(m, t)) continue;
@@ -101,6 +114,65 @@ SIM_FN void sim_rows_enumerate(const SimModel* m, SimWorld* d) {
       else sim_row_add(m, d, 2 * (dim - 1), SIM_CNSTR_CONTACT_PYRAMIDAL, c, dist, im, 0);
     }
   }
+}
+
+// a warp's chunk of items, each with cnt < 16 rows: where this lane's rows start (the rows so far, *n, plus the
+// earlier lanes' counts: ballots over the counts' bits); *n advances by the chunk's total on every lane
+SIM_FN int sim_rows_place(int* n, int cnt, int lane) {
+  unsigned below = (1u << lane) - 1;
+  int off = 0, tot = 0;
+  for (int b = 0; b < 4; b++) {
+    unsigned bits = sim_ballot((cnt >> b) & 1, lane);
+    off += sim_popc(bits & below) << b;
+    tot += sim_popc(bits) << b;
+  }
+  int at = *n + off;
+  *n += tot;
+  return at;
+}
+
+// sim_rows_enumerate by a warp (all 32 lanes): each lane takes one dof, joint or contact of a chunk of 32 and
+// places its rows after the earlier items', so the rows, their order and their values are the serial loop's.
+// Returns 0, having set nothing, where the serial loop must decide: tendons, or rows beyond nefcmax (which
+// constraints it drops depends on the order).
+SIM_FN int sim_rows_enumerate_warp(const SimModel* m, SimWorld* d, int lane) {
+  int dis = m->disableflags, n = 0;
+  if (m->ntendon || (dis & SIM_DSBL_CONSTRAINT)) return 0;
+  if (!(dis & SIM_DSBL_FRICTIONLOSS))
+    for (int i0 = 0; i0 < m->nv; i0 += 32) {
+      int i = i0 + lane, has = i < m->nv && m->dof_frictionloss[i] != 0;
+      int at = sim_rows_place(&n, has, lane);
+      if (has && at < m->nefcmax) sim_row_put(d, at, SIM_CNSTR_FRICTION_DOF, i, 0, 0, m->dof_frictionloss[i]);
+    }
+  int nf = n;
+  if (!(dis & SIM_DSBL_LIMIT))
+    for (int j0 = 0; j0 < m->njnt; j0 += 32) {
+      int j = j0 + lane;
+      sim_real pos[2];
+      int cnt = j < m->njnt ? sim_limit_rows(m, d, j, pos) : 0;
+      int at = sim_rows_place(&n, cnt, lane);
+      for (int k = 0; k < cnt && at + k < m->nefcmax; k++)
+        sim_row_put(d, at + k, SIM_CNSTR_LIMIT_JOINT, j, pos[k], m->jnt_margin[j], 0);
+    }
+  if (!(dis & SIM_DSBL_CONTACT) && m->nv > 0) {
+    int ncon = SIM_MIN(d->ncon[0], m->nconmax);
+    for (int c0 = 0; c0 < ncon; c0 += 32) {
+      int c = c0 + lane, cnt = 0;
+      if (c < ncon && !d->contact_exclude[c]) cnt = d->contact_dim[c] == 1 ? 1 : 2 * (d->contact_dim[c] - 1);
+      int at = sim_rows_place(&n, cnt, lane);
+      if (cnt && at + cnt <= m->nefcmax) {
+        int type = cnt == 1 ? SIM_CNSTR_CONTACT_FRICTIONLESS : SIM_CNSTR_CONTACT_PYRAMIDAL;
+        for (int k = 0; k < cnt; k++)
+          sim_row_put(d, at + k, type, c, d->contact_dist[c], d->contact_includemargin[c], 0);
+      }
+    }
+  }
+  if (n > m->nefcmax) return 0;
+  if (lane == 0) {
+    d->nefc[0] = n;
+    d->nf[0] = nf;
+  }
+  return 1;
 }
 
 // jacp column of dof i for a point with offset = pos - subtree_com[root] (mj_jac)
@@ -329,9 +401,12 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
   d->efc_aref[r] = -kbip[1] * vel - kbip[0] * kbip[2] * (d->efc_pos[r] - d->efc_margin[r]);
 }
 
-// rows of this world (enumeration on lane 0, rows filled across lanes)
+// rows of this world (enumeration by the warp where it can, else on lane 0; rows filled across lanes)
 SIM_FN_STAGE void sim_make_rows(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  if (lane == 0) sim_rows_enumerate(m, d);
+  if (!(SIM_WARP && nlane == 32 && sim_rows_enumerate_warp(m, d, lane))) {  // the same answer on every lane
+    SIM_SYNC();  // the warp's row writes, if any, before lane 0 rewrites them
+    if (lane == 0) sim_rows_enumerate(m, d);
+  }
   SIM_SYNC();
   int nefc = d->nefc[0];
   for (int r = lane; r < nefc; r += nlane) sim_row_fill(m, d, r);

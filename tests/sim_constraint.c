@@ -215,6 +215,7 @@ static void run_model(const char* name, int mode) {
       double e = compare_state(tag, mm, md, &m, d);
       // converged solves (long bracketed line searches) on the first states too
       if (mode != 1 || got < 2) check_lanes(tag, &m, d, got % 2 ? 3 : 8);
+      if (mode == 0 && got == 1) check_lanes(tag, &m, d, 32);  // the warp forms (sim_lanes.c), once a model
       worst = fmax(worst, e);
       withrows += md->nefc > 0;
       got++;
@@ -253,7 +254,8 @@ static void check_overflow(void) {
   sim_data_create(&m, 2, &d);  // world 1 follows world 0 in every array: its rows must stay untouched
   our_forward(&m, d, md);
   for (size_t k = 0; k < (size_t)m.nefcmax * m.nv; k++) d->efc_J[(size_t)m.nefcmax * m.nv + k] = 12345;
-  sim_lanes_run_stage(&m, d, 0, SIM_STAGE_CONSTRAINT, 2);  // world 0 only
+  // world 0 only, 32 lanes: the warp's enumeration places the rows that fit, then hands over to lane 0's
+  sim_lanes_run_stage(&m, d, 0, SIM_STAGE_CONSTRAINT, 32);
   int ok = 1;
   for (size_t k = 0; k < (size_t)m.nefcmax * m.nv; k++) ok &= d->efc_J[(size_t)m.nefcmax * m.nv + k] == 12345;
   TEST_CHECK(ok, "overflow: world 1's rows were written");
