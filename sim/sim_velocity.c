@@ -66,13 +66,6 @@ SIM_FN_STAGE void sim_comVel(const SimModel* m, SimWorld* d, int lane, int nlane
   }
 }
 
-// mju_mulDofVec: res = sum_j dof_j * vec_j over n dofs (6-vectors)
-SIM_FN void simu_mulDofVec(sim_real res[6], const sim_real* dof, const sim_real* vec, int n) {
-  for (int e = 0; e < 6; e++) res[e] = 0;
-  for (int j = 0; j < n; j++)
-    for (int e = 0; e < 6; e++) res[e] += dof[6 * j + e] * vec[j];
-}
-
 // recursive Newton-Euler with zero acceleration: qfrc_bias = C(q, v) (mj_rne, flg_acc = 0)
 SIM_FN_STAGE void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* cacc = d->scratch_body6;                  // (nbody, 6)
@@ -82,21 +75,26 @@ SIM_FN_STAGE void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
     if (!(m->disableflags & SIM_DSBL_GRAVITY)) simu_scl3(cacc + 3, m->gravity, -1);
   }
   SIM_SYNC();
+  // cacc down the tree, a level's bodies and their 6 components across lanes (mju_mulDofVec's sum per
+  // component), then every body's cfrc at once: it reads only its own body's cacc
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
-    for (int k = lane; k < num; k += nlane) {
-      int i = m->level_body[adr + k];
-      int bda = m->body_dofadr[i];
-      sim_real tmp[6], tmp1[6];
-      simu_mulDofVec(tmp, d->cdof_dot + 6 * bda, d->qvel + bda, m->body_dofnum[i]);
-      for (int e = 0; e < 6; e++) cacc[6 * i + e] = cacc[6 * m->body_parentid[i] + e] + tmp[e];
-      simu_mulInertVec(cfrc + 6 * i, d->cinert + 10 * i, cacc + 6 * i);
-      simu_mulInertVec(tmp, d->cinert + 10 * i, d->cvel + 6 * i);
-      simu_crossForce(tmp1, d->cvel + 6 * i, tmp);
-      for (int e = 0; e < 6; e++) cfrc[6 * i + e] += tmp1[e];
+    for (int t = lane; t < 6 * num; t += nlane) {
+      int i = m->level_body[adr + t / 6], e = t % 6, bda = m->body_dofadr[i];
+      sim_real acc = 0;
+      for (int j = bda; j < bda + m->body_dofnum[i]; j++) acc += d->cdof_dot[6 * j + e] * d->qvel[j];
+      cacc[6 * i + e] = cacc[6 * m->body_parentid[i] + e] + acc;
     }
     SIM_SYNC();
   }
+  for (int i = 1 + lane; i < m->nbody; i += nlane) {
+    sim_real tmp[6], tmp1[6];
+    simu_mulInertVec(cfrc + 6 * i, d->cinert + 10 * i, cacc + 6 * i);
+    simu_mulInertVec(tmp, d->cinert + 10 * i, d->cvel + 6 * i);
+    simu_crossForce(tmp1, d->cvel + 6 * i, tmp);
+    for (int e = 0; e < 6; e++) cfrc[6 * i + e] += tmp1[e];
+  }
+  SIM_SYNC();
   sim_gather_children(m, cfrc, 6, 1, lane, nlane);  // into parents, not into the world
   for (int i = lane; i < m->nv; i += nlane) {
     d->qfrc_bias[i] = simu_dot(d->cdof + 6 * i, cfrc + 6 * m->dof_bodyid[i], 6);
