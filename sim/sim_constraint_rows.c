@@ -133,8 +133,8 @@ SIM_FN int sim_rows_place(int* n, int cnt, int lane) {
 
 // sim_rows_enumerate by a warp (all 32 lanes): each lane takes one dof, joint or contact of a chunk of 32 and
 // places its rows after the earlier items', so the rows, their order and their values are the serial loop's.
-// Returns 0, having set nothing, where the serial loop must decide: tendons, or rows beyond nefcmax (which
-// constraints it drops depends on the order).
+// Returns 0 where the serial loop must decide (tendons, or rows beyond nefcmax: which constraints it drops
+// depends on the order), nefc and nf not set; it rewrites any rows written here.
 SIM_FN int sim_rows_enumerate_warp(const SimModel* m, SimWorld* d, int lane) {
   int dis = m->disableflags, n = 0;
   if (m->ntendon || (dis & SIM_DSBL_CONSTRAINT)) return 0;
