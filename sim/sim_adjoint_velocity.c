@@ -97,6 +97,12 @@ SIM_FN sim_real simu_adj_crossMotion_vel_e(sim_real velbar_e, const sim_real v[6
   return velbar_e + simu_cross_e(v, rbar + 3, e - 3);
 }
 
+// whether dof is one of a free joint's 3 translations (no crossMotion term: its cdof is constant)
+SIM_FN int sim_dof_free_trn(const SimModel* m, int dof) {
+  int jnt = m->dof_jntid[dof];
+  return m->jnt_type[jnt] == SIM_JNT_FREE && dof - m->jnt_dofadr[jnt] < 3;
+}
+
 // comVel VJP: adj_cvel, adj_cdof_dot -> adj_cdof, adj_dv (accumulated). adj_cvel is consumed.
 SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* cbar_dof = d->adj_buf6;  // (nv, 6) the body's cvel cotangent each dof's terms see
@@ -120,7 +126,7 @@ SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int n
         cbar_dof[6 * dof + e] = c;
         d->adj_cdof[6 * dof + e] += c * d->qvel[dof];
         int jnt = m->dof_jntid[dof], jtype = m->jnt_type[jnt];
-        int is_free_trn = jtype == SIM_JNT_FREE && dof - m->jnt_dofadr[jnt] < 3;
+        int is_free_trn = sim_dof_free_trn(m, dof);
         // the cdof_dot of a ball's (or free rotation's) 3 dofs all see the cvel before the 3 are added
         int first = m->jnt_dofadr[jnt] + (jtype == SIM_JNT_FREE ? 3 : 0);
         if (jtype == SIM_JNT_BALL || (jtype == SIM_JNT_FREE && !is_free_trn)) {
@@ -139,8 +145,7 @@ SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int n
   for (int dof = lane; dof < m->nv; dof += nlane) {
     const sim_real* cdof = d->cdof + 6 * dof;
     d->adj_dv[dof] += simu_dot(cdof, cbar_dof + 6 * dof, 6);
-    int jnt = m->dof_jntid[dof];
-    if (!(m->jnt_type[jnt] == SIM_JNT_FREE && dof - m->jnt_dofadr[jnt] < 3))
+    if (!sim_dof_free_trn(m, dof))
       simu_adj_crossMotion(0, d->adj_cdof + 6 * dof, d->adj_cvelpre + 6 * dof, cdof, d->adj_cdof_dot + 6 * dof);
   }
   SIM_SYNC();

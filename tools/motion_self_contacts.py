@@ -12,17 +12,22 @@ exactly: to set against the six tracking terms' maximum, 0.1 a step. Then the mo
 import argparse
 import collections
 import os
+import sys
 
 import h5py
 import mujoco
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_mujoco_eval import InputError, find_asset  # noqa: E402  the asset search path, written once
+
 
 def asset(path):
-    for root in [os.environ.get("ADJOINT_ASSETS", ""), "assets", "../shared/assets"]:
-        if root and os.path.exists(os.path.join(root, path)):
-            return os.path.join(root, path)
-    raise SystemExit(f"motion_self_contacts: {path} not on the asset path")
+    try:
+        return find_asset(path)
+    except InputError as e:
+        print(f"motion_self_contacts: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def main():
