@@ -39,6 +39,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(run, name, STR, "", "", 0, "run name (default: the config file's base name)") \
   X(run, seed, INT, "1", "[0, 9223372036854775807]", CFG_H, "seed of every random stream") \
   X(run, max_iterations, INT, "100", "[1, 1000000000]", 0, "total iterations of the run") \
+  X(run, max_seconds, FLOAT, "0", "[0, inf)", 0, "training wall-time budget in seconds: the run ends after the first iteration that reaches it, as if that were run.max_iterations (elapsed, evaluations excluded; 0: none)") \
   X(run, checkpoint_every, INT, "50", "[0, 1000000000]", 0, "checkpoint period in iterations (0: only at the end)") \
   X(run, eval_episodes, INT, "0", "[0, 1048576]", 0, "deterministic evaluation episodes at each checkpoint; the best is kept as best.h5 (0: off)") \
   X(run, eval_motions, INT, "0", "[0, 1048576]", 0, "motion-tracking tasks (g1_tracking): clips of the periodic evaluation on the run's motion data, evenly spaced over it, full clips from their first frame, nominal model (algo/motion_eval.h); logged to motion_evals.csv and TensorBoard (eval_motions/*), its time excluded from elapsed (0: off)") \

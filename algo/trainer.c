@@ -589,6 +589,8 @@ int trainer_run(const TrainOptions* o, char* err, size_t errlen) {
         if (isfinite(row[i])) ft[nf] = tags[i], fv[nf++] = row[i];
       tb_scalars(tb, ts.iteration, ft, fv, nf);
     }
+    // a time budget ends the run here as max_iterations would: its checkpoint and evaluation follow
+    if (c->run_max_seconds > 0 && tr[6] >= c->run_max_seconds) total = ts.iteration;
     int ck = (c->run_checkpoint_every > 0 && ts.iteration % c->run_checkpoint_every == 0) || ts.iteration == total;
     // the motion evaluation reads the policy from the checkpoint: an evaluated iteration writes one
     int mdue = mev && (c->run_eval_every > 0 ? ts.iteration % c->run_eval_every == 0 || ts.iteration == total : ck);
