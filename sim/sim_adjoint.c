@@ -1,8 +1,9 @@
 // sim_adjoint.c: exact reverse-mode gradient of a control step (nsub physics substeps) for the smooth
 // dynamics: the tape, the per-substep backward that composes the stage VJPs (sim_adjoint_*.c), and the CPU
 // loops over worlds. An Euler / implicitfast substep's backward replays its forward from the tape without
-// collision detection or Newton iterations (sim_adj_forward_taped); RK4 recomputes its stages. Included at the end of sim_forward.c, so it is part of the engine's one translation
-// unit (float64 and float32 CPU engines, and the CUDA backend through sim/cuda/sim_cuda.cu).
+// collision detection, Newton iterations or factorizations (sim_adj_forward_taped); RK4 recomputes its stages.
+// Included at the end of sim_forward.c, so it is part of the engine's one translation unit (float64 and float32
+// CPU engines, and the CUDA backend through sim/cuda/sim_cuda.cu).
 //
 // Backward of one evaluation of the dynamics at a state (physics.md section 3.1):
 //   integrator adjoint: a_int-bar -> y = Q^-T a_int-bar, a-bar = M y, + position/damping/qDeriv terms
@@ -92,9 +93,42 @@ SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, i
   SIM_SYNC();
 }
 
-// the forward of tape entry k (its inputs loaded) without broadphase, narrow phase or Newton iterations:
-// the smooth stages, the taped contacts, their rows, and the converged solution with its row forces and
-// states, as the solver adjoint and the integrator read them
+// tape entry k, third part (after the integrator): the factors of M (qLD) and of the integrator's matrix (qH,
+// Euler with damping or implicitfast) and its acceleration qacc_int, which the backward reads rather than
+// recomputes. M's factor is the forward's still: nothing after the factor stage writes qLD.
+SIM_FN_STAGE void sim_adj_tape_factor(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  int nM = m->nM, nv = m->nv;
+  sim_real* t = d->tape_factor + (size_t)k * (2 * nM + 3 * nv);
+  for (int i = lane; i < nM; i += nlane) {
+    t[i] = d->qLD[i];
+    t[nM + nv + i] = d->qH[i];
+  }
+  for (int i = lane; i < nv; i += nlane) {
+    t[nM + i] = d->qLDiagInv[i];
+    t[2 * nM + nv + i] = d->qHDiagInv[i];
+    t[2 * nM + 2 * nv + i] = d->qacc_int[i];
+  }
+  SIM_SYNC();
+}
+
+// the taped factors of entry k back into qLD (which = 0) or qH and qacc_int (which = 1)
+SIM_FN void sim_adj_load_factor(const SimModel* m, SimWorld* d, int k, int which, int lane, int nlane) {
+  int nM = m->nM, nv = m->nv;
+  const sim_real* t = d->tape_factor + (size_t)k * (2 * nM + 3 * nv) + which * (nM + nv);
+  sim_real* L = which ? d->qH : d->qLD;
+  sim_real* Dinv = which ? d->qHDiagInv : d->qLDiagInv;
+  for (int i = lane; i < nM; i += nlane) L[i] = t[i];
+  for (int i = lane; i < nv; i += nlane) {
+    Dinv[i] = t[nM + i];
+    if (which) d->qacc_int[i] = t[nM + nv + i];
+  }
+  SIM_SYNC();
+}
+
+// the forward of tape entry k (its inputs loaded) without broadphase, narrow phase, Newton iterations or the
+// factor of M: the smooth stages (not the smooth acceleration, which the backward does not read), the taped
+// contacts, their rows, and the converged solution with its row forces and states, as the solver adjoint and
+// the integrator read them
 SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   sim_forward_position(m, d, lane, nlane);
   if (lane == 0) d->ncon[0] = d->tape_ncon[k];
@@ -131,9 +165,7 @@ SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int
   sim_adj_forward_taped(m, d, k, lane, nlane);
   int implicitfast = m->integrator == SIM_INT_IMPLICITFAST;
   int damped = implicitfast || sim_adj_euler_damped(m);
-  if (implicitfast) sim_implicitfast(m, d, lane, nlane);
-  else sim_euler(m, d, lane, nlane);  // qH, qacc_int (it also advances the state: reloaded below)
-  sim_adj_load(m, d, k, lane, nlane);
+  sim_adj_load_factor(m, d, k, 1, lane, nlane);  // qH, qacc_int as the integrator left them
   sim_adj_zero_eval(m, d, lane, nlane);
   for (int i = lane; i < nv; i += nlane) {
     d->adj_vnew[i] = d->qvel[i] + d->qacc_int[i] * h;  // as sim_advance
@@ -302,6 +334,7 @@ SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int
     sim_step_forward_world(m, d, lane, nlane);
     if (k >= 0 && m->integrator != SIM_INT_RK4) sim_adj_tape_solution(m, d, k, lane, nlane);
     sim_step_integrate_world(m, d, lane, nlane);
+    if (k >= 0 && m->integrator != SIM_INT_RK4) sim_adj_tape_factor(m, d, k, lane, nlane);
   }
 }
 

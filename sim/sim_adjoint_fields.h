@@ -4,9 +4,10 @@
 // Both sizes are 0 unless sim_adjoint_enable() set them before sim_data_create: a forward-only SimData then
 // holds no gradient memory at all. The tape stores, per world, ntape entries of each physics substep's inputs
 // (qpos, qvel, ctrl, warmstart, flags) and of what its forward decided and converged to (the contact list as
-// the narrow phase left it, the solver's J qacc - aref per row, qacc, qfrc_constraint): the backward
-// recomputes the smooth parts from these, never the broadphase, narrow phase or Newton iterations. Bytes per
-// world and substep: sizeof(sim_real) (nq + 4 nv + nu + 10 nconmax + nefcmax) + 4 (nu + 1 + 2 nconmax).
+// the narrow phase left it, the solver's J qacc - aref per row, qacc, qfrc_constraint, and the factors of M and
+// of the integrator's matrix with its acceleration): the backward recomputes the smooth parts from these, never
+// the broadphase, narrow phase, Newton iterations or a factorization. Bytes per world and substep:
+// sizeof(sim_real) (nq + 7 nv + nu + 10 nconmax + nefcmax + 2 nM) + 4 (nu + 1 + 2 nconmax).
 // Cotangent buffers (adj_*) hold the cotangent of the forward field of the same name at the state being
 // differentiated; adj_qpos is in the nv-dimensional tangent space of mj_integratePos/mj_differentiatePos.
 #ifndef ADJ_SIM_ADJOINT_FIELDS_H
@@ -39,6 +40,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, tape_jaref, ntape, m->nefcmax)    /* efc_Jaref at the solver's last update */        \
   X(sim_real, tape_qacc, ntape, m->nv)  /* converged qacc */                                       \
   X(sim_real, tape_qfrc_con, ntape, m->nv) /* qfrc_constraint at it */                             \
+  X(sim_real, tape_factor, ntape, 2 * m->nM + 3 * m->nv) /* qLD, qLDiagInv, qH, qHDiagInv, qacc_int */ \
   /* cotangents of the step's state: in = outputs', out = inputs' (qpos: tangent space, nv) */     \
   X(sim_real, adj_qpos, adj, m->nv)                                                                \
   X(sim_real, adj_qvel, adj, m->nv)                                                                \

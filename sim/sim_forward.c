@@ -63,20 +63,26 @@ SIM_FN_STAGE void sim_stage_world(const SimModel* m, SimWorld* d, int stage, int
 // The pipeline calls its stages in order, the same as sim_stage_world over SIM_STAGE_KINEMATICS..CONSTRAINT.
 // Not that loop itself: on the GPU a loop over the switch held ~55 registers more than its largest stage
 // (bench/cuda_stage_probe.cu: probe_forward_loop against probe_forward).
-// Stages before collision (kinematics, com, tendons, CRB, the mass matrix's factor)
-SIM_FN void sim_forward_position(const SimModel* m, SimWorld* d, int lane, int nlane) {
+// Stages before collision (kinematics, com, tendons, CRB; then the mass matrix's factor)
+SIM_FN void sim_forward_geometry(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_kinematics(m, d, lane, nlane);
   sim_comPos(m, d, lane, nlane);
   sim_tendon_transmission(m, d, lane, nlane);
   sim_crb(m, d, lane, nlane);
+}
+SIM_FN void sim_forward_position(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_forward_geometry(m, d, lane, nlane);
   sim_factor_stage(m, d, lane, nlane);
 }
-// stages between collision and constraint (velocity, passive, RNE, actuation, acceleration)
-SIM_FN void sim_forward_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
+// stages between collision and constraint (velocity, passive, RNE, actuation; then the smooth acceleration)
+SIM_FN void sim_forward_forces(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_velocity_stage(m, d, lane, nlane);
   sim_passive(m, d, lane, nlane);
   sim_rne(m, d, lane, nlane);
   sim_actuation(m, d, lane, nlane);
+}
+SIM_FN void sim_forward_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_forward_forces(m, d, lane, nlane);
   sim_acceleration_stage(m, d, lane, nlane);
 }
 

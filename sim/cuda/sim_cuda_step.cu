@@ -46,6 +46,7 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   SIMCUDA_WORLD(m, d);
   if (record && wd->tape_k[0] >= 0) sim_adj_tape_solution(m, wd, wd->tape_k[0], lane, 32);
   sim_integrate_stage(m, wd, lane, 32);
+  if (record && wd->tape_k[0] >= 0) sim_adj_tape_factor(m, wd, wd->tape_k[0], lane, 32);
 }
 
 // ev: NULL, or SIMCUDA_NSUB_KERNEL + 1 events recorded around the six kernels (simcuda_time_kernels)
