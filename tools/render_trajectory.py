@@ -9,7 +9,7 @@ MUJOCO_GL=egl (with EGL_PLATFORM=surfaceless where no display exists, the defaul
   MUJOCO_GL=egl .venv/bin/python tools/render_trajectory.py TRAJ.h5 --clip walk1_subject1.csv.gz -o walk1.mp4
 
 Writes an MP4 through ffmpeg when it is on PATH, else PNG frames into the directory given by -o (its .mp4 suffix
-dropped). The videos of LAFAN1 clips stay out of the repository (the clips' licence is CC BY-NC-ND).
+dropped); -o NAME.gif writes an animated GIF through Pillow, ffmpeg or not. The videos of LAFAN1 clips stay out of the repository (the clips' licence is CC BY-NC-ND).
 """
 import argparse
 import os
@@ -42,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trajectory", help="HDF5 written by adjoint eval --save-trajectory")
     ap.add_argument("--clip", help="clip name (default: the file's first)")
-    ap.add_argument("-o", "--out", required=True, help="video.mp4 (PNG frames in a directory without ffmpeg)")
+    ap.add_argument("-o", "--out", required=True, help="video.mp4 (PNG frames in a directory without ffmpeg), or video.gif")
     ap.add_argument("--model", help="MJCF (default: the file's model attribute on the asset search path)")
     ap.add_argument("--width", type=int, default=640)
     ap.add_argument("--height", type=int, default=480)
@@ -83,9 +83,12 @@ def main():
     if a.max_frames > 0:
         steps = list(steps)[:a.max_frames]
     fps = 1.0 / (dt * max(1, a.every))
-    ffmpeg = shutil.which("ffmpeg")
-    frames_dir = None
-    if ffmpeg:
+    gif = a.out.endswith(".gif")
+    ffmpeg = None if gif else shutil.which("ffmpeg")
+    frames_dir, frames = None, []
+    if gif:
+        from PIL import Image
+    elif ffmpeg:
         enc = subprocess.Popen([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s",
                                 "%dx%d" % (a.width, a.height), "-r", "%g" % fps, "-i", "-", "-pix_fmt", "yuv420p",
                                 "-vcodec", "libx264", a.out], stdin=subprocess.PIPE)
@@ -110,16 +113,22 @@ def main():
             geom.rgba[:] = [0.3, 0.6, 1.0, a.alpha]
             geom.pos[1] += a.offset
         img = ren.render()
-        if ffmpeg:
+        if gif:
+            frames.append(Image.fromarray(img).convert("P", palette=Image.ADAPTIVE))
+        elif ffmpeg:
             enc.stdin.write(img.tobytes())
         else:
             Image.fromarray(img).save(os.path.join(frames_dir, "frame_%06d.png" % n))
     ren.close()
-    if ffmpeg:
+    if gif:
+        tmp = a.out + ".tmp.gif"  # written whole, then renamed
+        frames[0].save(tmp, save_all=True, append_images=frames[1:], duration=int(round(1000 / fps)), loop=0)
+        os.replace(tmp, a.out)
+    elif ffmpeg:
         enc.stdin.close()
         if enc.wait():
             sys.exit("render_trajectory: ffmpeg failed")
-    where = a.out if ffmpeg else frames_dir + "/frame_*.png (no ffmpeg on PATH: PNG frames)"
+    where = a.out if gif or ffmpeg else frames_dir + "/frame_*.png (no ffmpeg on PATH: PNG frames)"
     print("render_trajectory: %s, %d frames at %.0f fps, %s -> %s" %
           (clip, len(steps), fps, "fall at step %d (%.2f s)" % (fall, fall * dt) if fall else "no fall", where))
 
