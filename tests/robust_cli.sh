@@ -153,5 +153,14 @@ expect 2 "--num-envs: '1048577' is not an integer in \[1, 1048576\]" \
 expect 2 "env.num_envs': 1048577 is out of range \[1, 1048576\]" \
   "$A" train configs/cartpole_ppo.yaml env.num_envs=1048577 --run-dir "$T/ne" --quiet
 
+# run.max_seconds: the run ends after the first iteration that reaches the budget, with that iteration's
+# checkpoint (as at max_iterations); a negative budget is refused
+expect 0 "" "$A" train configs/cartpole_ppo.yaml run.max_seconds=1e-6 --max-iterations 1000 --num-envs 16 \
+  --run-dir "$T/ms" --quiet
+check "a budget of 1 us stops after iteration 1 with its checkpoint" \
+  bash -c "test -s '$T/ms/ckpt_000001.h5' && test ! -e '$T/ms/ckpt_000002.h5' && test \$(wc -l <'$T/ms/metrics.csv') -eq 2"
+expect 2 "run.max_seconds': -1 is out of range" \
+  "$A" train configs/cartpole_ppo.yaml run.max_seconds=-1 --run-dir "$T/ms2" --quiet
+
 echo "robust_cli: $((n - fails))/$n checks passed"
 [ $fails -eq 0 ]
