@@ -25,13 +25,8 @@ import h5py  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-
-def find_asset(name):
-    for d in ["", os.environ.get("ADJOINT_ASSETS", ""), "assets", "../shared/assets"]:
-        p = os.path.join(d, name) if d else name
-        if (d or name) and os.path.isfile(p):
-            return p
-    return None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_mujoco_eval import InputError, find_asset  # noqa: E402  the asset search path, written once
 
 
 def text(v):
@@ -63,10 +58,11 @@ def main():
     q, r = np.array(h[key + "/qpos"], np.float64), np.array(h[key + "/ref_qpos"], np.float64)
     fall = int(h[key + "/fall_step"][0])
     dt = float(h["dt"][0])
-    model_path = find_asset(a.model or text(h.attrs["model"]))
-    if not model_path:
-        sys.exit("render_trajectory: model %s not found (., $ADJOINT_ASSETS, ./assets, ../shared/assets)" %
-                 (a.model or text(h.attrs["model"])))
+    try:
+        model_path = find_asset(a.model or text(h.attrs["model"]))
+    except InputError as e:
+        print("render_trajectory: model %s" % e, file=sys.stderr)
+        sys.exit(2)
     m = mujoco.MjModel.from_xml_path(model_path)
     if q.shape[1] != m.nq:
         sys.exit("render_trajectory: the trajectory has %d qpos columns, the model %d" % (q.shape[1], m.nq))
