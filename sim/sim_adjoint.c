@@ -130,14 +130,15 @@ SIM_FN void sim_adj_load_factor(const SimModel* m, SimWorld* d, int k, int which
 // contacts, their rows, and the converged solution with its row forces and states, as the solver adjoint and
 // the integrator read them
 SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
-  sim_forward_position(m, d, lane, nlane);
+  sim_forward_geometry(m, d, lane, nlane);
+  sim_adj_load_factor(m, d, k, 0, lane, nlane);
   if (lane == 0) d->ncon[0] = d->tape_ncon[k];
   SIM_SYNC();
   const sim_real* con = d->tape_con + (size_t)k * m->nconmax * 10;
   const int* id = d->tape_con_id + (size_t)k * m->nconmax * 2;
   for (int c = lane; c < d->ncon[0]; c += nlane) simc_set_contact(m, d, c, id[2 * c], con + 10 * c, id[2 * c + 1]);
   SIM_SYNC();
-  sim_forward_smooth(m, d, lane, nlane);
+  sim_forward_forces(m, d, lane, nlane);
   sim_make_rows(m, d, lane, nlane);
   for (int r = lane; r < d->nefc[0]; r += nlane) {
     d->efc_Jaref[r] = d->tape_jaref[(size_t)k * m->nefcmax + r];
