@@ -9,7 +9,8 @@ MUJOCO_GL=egl (with EGL_PLATFORM=surfaceless where no display exists, the defaul
   MUJOCO_GL=egl .venv/bin/python tools/render_trajectory.py TRAJ.h5 --clip walk1_subject1.csv.gz -o walk1.mp4
 
 Writes an MP4 through ffmpeg when it is on PATH, else PNG frames into the directory given by -o (its .mp4 suffix
-dropped); -o NAME.gif writes an animated GIF through Pillow, ffmpeg or not. The videos of LAFAN1 clips stay out of the repository (the clips' licence is CC BY-NC-ND).
+dropped); -o NAME.gif writes an animated GIF through Pillow, ffmpeg or not. The videos of LAFAN1 clips stay out
+of the repository (the clips' licence is CC BY-NC-ND).
 """
 import argparse
 import os
@@ -82,16 +83,15 @@ def main():
     gif = a.out.endswith(".gif")
     ffmpeg = None if gif else shutil.which("ffmpeg")
     frames_dir, frames = None, []
-    if gif:
-        from PIL import Image
-    elif ffmpeg:
+    if ffmpeg:
         enc = subprocess.Popen([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s",
                                 "%dx%d" % (a.width, a.height), "-r", "%g" % fps, "-i", "-", "-pix_fmt", "yuv420p",
                                 "-vcodec", "libx264", a.out], stdin=subprocess.PIPE)
     else:
-        from PIL import Image
-        frames_dir = a.out[:-4] if a.out.endswith(".mp4") else a.out
-        os.makedirs(frames_dir, exist_ok=True)
+        from PIL import Image  # a GIF or PNG frames
+        if not gif:
+            frames_dir = a.out[:-4] if a.out.endswith(".mp4") else a.out
+            os.makedirs(frames_dir, exist_ok=True)
     for n, k in enumerate(steps):
         d.qpos[:], dref.qpos[:] = q[k], r[k]
         mujoco.mj_kinematics(m, d)
