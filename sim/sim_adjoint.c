@@ -1,7 +1,8 @@
 // sim_adjoint.c: exact reverse-mode gradient of a control step (nsub physics substeps) for the smooth
 // dynamics: the tape, the per-substep backward that composes the stage VJPs (sim_adjoint_*.c), and the CPU
-// loops over worlds. An Euler / implicitfast substep's backward replays its forward from the tape without
-// collision detection, Newton iterations or factorizations (sim_adj_forward_taped); RK4 recomputes its stages.
+// loops over worlds. An Euler / implicitfast substep's backward replays its forward from the tape without the
+// geometry stages, collision detection, Newton iterations or factorizations (sim_adj_forward_taped); RK4
+// recomputes its stages.
 // Included at the end of sim_forward.c, so it is part of the engine's one translation unit (float64 and float32
 // CPU engines, and the CUDA backend through sim/cuda/sim_cuda.cu).
 //
@@ -125,12 +126,35 @@ SIM_FN void sim_adj_load_factor(const SimModel* m, SimWorld* d, int k, int which
   SIM_SYNC();
 }
 
-// the forward of tape entry k (its inputs loaded) without broadphase, narrow phase, Newton iterations or the
-// factor of M: the smooth stages (not the smooth acceleration, which the backward does not read), the taped
-// contacts, their rows, and the converged solution with its row forces and states, as the solver adjoint and
-// the integrator read them
+// tape entry k, between its inputs and the second part (right after the forward's position stage): the outputs
+// of the geometry stages that later stages and the backward read (SIM_ADJ_GEOMETRY)
+SIM_FN_STAGE void sim_adj_tape_geometry(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  sim_real* t = d->tape_geometry + (size_t)k * SIM_ADJ_NGEOMETRY(m);
+#define TAPE(name, n)                                          \
+  for (int i = lane; i < (n); i += nlane) t[i] = d->name[i];   \
+  t += (n);
+  SIM_ADJ_GEOMETRY(TAPE, m)
+#undef TAPE
+  SIM_SYNC();
+}
+
+// the taped geometry of entry k back into its fields, as the recorded forward's position stage left them
+SIM_FN void sim_adj_load_geometry(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  const sim_real* t = d->tape_geometry + (size_t)k * SIM_ADJ_NGEOMETRY(m);
+#define LOAD(name, n)                                          \
+  for (int i = lane; i < (n); i += nlane) d->name[i] = t[i];   \
+  t += (n);
+  SIM_ADJ_GEOMETRY(LOAD, m)
+#undef LOAD
+  SIM_SYNC();
+}
+
+// the forward of tape entry k (its inputs loaded) without kinematics, com, tendon lengths, CRB, broadphase,
+// narrow phase, Newton iterations or the factor of M: their taped outputs, the velocity-dependent smooth stages
+// (not the smooth acceleration, which the backward does not read), the taped contacts, their rows, and the
+// converged solution with its row forces and states, as the solver adjoint and the integrator read them
 SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
-  sim_forward_geometry(m, d, lane, nlane);
+  sim_adj_load_geometry(m, d, k, lane, nlane);
   sim_adj_load_factor(m, d, k, 0, lane, nlane);
   if (lane == 0) d->ncon[0] = d->tape_ncon[k];
   SIM_SYNC();
@@ -328,14 +352,16 @@ SIM_FN int sim_tape_push(const SimModel* m, SimWorld* d, int lane, int nlane) {
 }
 
 // one control step of nsub physics substeps; with record, each substep's input is pushed on the tape, and
-// for Euler / implicitfast what its forward decided and converged to (RK4's backward recomputes its stages)
+// for Euler / implicitfast its geometry and what its forward decided and converged to (RK4's backward
+// recomputes its stages)
 SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int record, int lane, int nlane) {
   for (int s = 0; s < nsub; s++) {
     int k = record ? sim_tape_push(m, d, lane, nlane) : -1;
-    sim_step_forward_world(m, d, lane, nlane);
-    if (k >= 0 && m->integrator != SIM_INT_RK4) sim_adj_tape_solution(m, d, k, lane, nlane);
+    int kt = m->integrator != SIM_INT_RK4 ? k : -1;  // the entry that gets the forward's outputs
+    sim_step_forward_world(m, d, kt, lane, nlane);
+    if (kt >= 0) sim_adj_tape_solution(m, d, kt, lane, nlane);
     sim_step_integrate_world(m, d, lane, nlane);
-    if (k >= 0 && m->integrator != SIM_INT_RK4) sim_adj_tape_factor(m, d, k, lane, nlane);
+    if (kt >= 0) sim_adj_tape_factor(m, d, kt, lane, nlane);
   }
 }
 

@@ -4,10 +4,11 @@
 // Both sizes are 0 unless sim_adjoint_enable() set them before sim_data_create: a forward-only SimData then
 // holds no gradient memory at all. The tape stores, per world, ntape entries of each physics substep's inputs
 // (qpos, qvel, ctrl, warmstart, flags) and of what its forward decided and converged to (the contact list as
-// the narrow phase left it, the solver's J qacc - aref per row, qacc, qfrc_constraint, and the factors of M and
-// of the integrator's matrix with its acceleration): the backward recomputes the smooth parts from these, never
-// the broadphase, narrow phase, Newton iterations or a factorization. Bytes per world and substep:
-// sizeof(sim_real) (nq + 7 nv + nu + 10 nconmax + nefcmax + 2 nM) + 4 (nu + 1 + 2 nconmax).
+// the narrow phase left it, the solver's J qacc - aref per row, qacc, qfrc_constraint, the factors of M and of
+// the integrator's matrix with its acceleration, and the outputs of the geometry stages): the backward recomputes
+// the smooth forces from these, never the kinematics, com, tendon lengths, CRB, broadphase, narrow phase,
+// Newton iterations or a factorization. Bytes per world and substep: sizeof(sim_real) (nq + 13 nv
+// + 2 nu + 10 nconmax + nefcmax + 3 nM + 47 nbody + 6 njnt + 12 ngeom + ntendon) + 4 (nu + 1 + 2 nconmax).
 // Cotangent buffers (adj_*) hold the cotangent of the forward field of the same name at the state being
 // differentiated; adj_qpos is in the nv-dimensional tangent space of mj_integratePos/mj_differentiatePos.
 #ifndef ADJ_SIM_ADJOINT_FIELDS_H
@@ -18,6 +19,18 @@
 
 // per-actuator discrete decisions recorded on the tape (tape_flags), frozen in the backward pass
 enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4 };
+
+// The outputs of the geometry stages (sim_forward_geometry) that a later stage or the backward reads, as
+// G(field, count) in their order on the tape (tape_geometry). Not taped: xquat, read by kinematics alone, and the
+// float32 build's double frames (geo_*), read by kinematics and the narrow phase, which the replay skips.
+#define SIM_ADJ_GEOMETRY(G, m)                                                                      \
+  G(xpos, 3 * (m)->nbody) G(xmat, 9 * (m)->nbody) G(xipos, 3 * (m)->nbody) G(ximat, 9 * (m)->nbody)  \
+  G(xanchor, 3 * (m)->njnt) G(xaxis, 3 * (m)->njnt) G(geom_xpos, 3 * (m)->ngeom)                     \
+  G(geom_xmat, 9 * (m)->ngeom) G(subtree_com, 3 * (m)->nbody) G(cinert, 10 * (m)->nbody)              \
+  G(cdof, 6 * (m)->nv) G(ten_length, (m)->ntendon) G(actuator_length, (m)->nu) G(crb, 10 * (m)->nbody) \
+  G(M, (m)->nM)
+#define SIM_ADJ_GEOMETRY_COUNT(name, n) +(n)
+#define SIM_ADJ_NGEOMETRY(m) (0 SIM_ADJ_GEOMETRY(SIM_ADJ_GEOMETRY_COUNT, m))
 
 #define SIM_MODEL_SIZES_ADJOINT                                                          \
   X(adj, "1 when SimData carries gradient buffers (sim_adjoint_enable), else 0")          \
@@ -41,6 +54,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, tape_qacc, ntape, m->nv)  /* converged qacc */                                       \
   X(sim_real, tape_qfrc_con, ntape, m->nv) /* qfrc_constraint at it */                             \
   X(sim_real, tape_factor, ntape, 2 * m->nM + 3 * m->nv) /* qLD, qLDiagInv, qH, qHDiagInv, qacc_int */ \
+  X(sim_real, tape_geometry, ntape, SIM_ADJ_NGEOMETRY(m)) /* SIM_ADJ_GEOMETRY, after the position stage */ \
   /* cotangents of the step's state: in = outputs', out = inputs' (qpos: tangent space, nv) */     \
   X(sim_real, adj_qpos, adj, m->nv)                                                                \
   X(sim_real, adj_qvel, adj, m->nv)                                                                \

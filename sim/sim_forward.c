@@ -86,12 +86,19 @@ SIM_FN void sim_forward_smooth(const SimModel* m, SimWorld* d, int lane, int nla
   sim_acceleration_stage(m, d, lane, nlane);
 }
 
-// mj_forward at the current state
-SIM_FN void sim_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_tape_geometry(const SimModel* m, SimWorld* d, int k, int lane, int nlane);  // sim_adjoint.c
+
+// mj_forward at the current state; tape >= 0: tape entry tape gets the geometry stages' outputs (a recorded
+// Euler / implicitfast substep's replay loads them instead of recomputing them)
+SIM_FN void sim_forward_world_tape(const SimModel* m, SimWorld* d, int tape, int lane, int nlane) {
   sim_forward_position(m, d, lane, nlane);
+  if (tape >= 0) sim_adj_tape_geometry(m, d, tape, lane, nlane);
   sim_collision(m, d, lane, nlane);
   sim_forward_smooth(m, d, lane, nlane);
   sim_constraint(m, d, lane, nlane);
+}
+SIM_FN void sim_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  sim_forward_world_tape(m, d, -1, lane, nlane);
 }
 
 // mj_RungeKutta(4) after mj_forward; stage states kept in rk_* (MuJoCo's X[i], F[i])
@@ -169,10 +176,12 @@ SIM_FN int sim_reset_if_bad(const SimModel* m, SimWorld* d, int acc, int lane, i
   return bad;
 }
 
-// mj_step's first half: state checks, forward, acceleration check (a reset world's forward is redone)
-SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
+// mj_step's first half: state checks, forward, acceleration check (a reset world's forward is redone). tape >= 0:
+// that tape entry gets the first forward's geometry, the one at the entry's qpos that the replay computed before
+// it was taped (a redone forward's would differ there, from qpos0)
+SIM_FN void sim_step_forward_world(const SimModel* m, SimWorld* d, int tape, int lane, int nlane) {
   sim_reset_if_bad(m, d, 0, lane, nlane);
-  sim_forward_world(m, d, lane, nlane);
+  sim_forward_world_tape(m, d, tape, lane, nlane);
   if (sim_reset_if_bad(m, d, 1, lane, nlane)) sim_forward_world(m, d, lane, nlane);
 }
 
@@ -184,7 +193,7 @@ SIM_FN void sim_step_integrate_world(const SimModel* m, SimWorld* d, int lane, i
 
 // mj_step
 SIM_FN void sim_step_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  sim_step_forward_world(m, d, lane, nlane);
+  sim_step_forward_world(m, d, -1, lane, nlane);
   sim_step_integrate_world(m, d, lane, nlane);
 }
 

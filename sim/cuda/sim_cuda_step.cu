@@ -20,9 +20,10 @@ __global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* m, const SimData* 
 // and a warp's code stays within the instruction cache. Euler and implicitfast only (RK4 stays fused).
 __global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int record) {
   SIMCUDA_WORLD(m, d);
-  if (record) sim_tape_push(m, wd, lane, 32);
+  int k = record ? sim_tape_push(m, wd, lane, 32) : -1;
   sim_reset_if_bad(m, wd, 0, lane, 32);
   sim_forward_position(m, wd, lane, 32);
+  if (k >= 0) sim_adj_tape_geometry(m, wd, k, lane, 32);
 }
 __global__ void SIMCUDA_STAGED_BOUNDS k_sub_collision(const SimModel* m, const SimData* d) {
   SIMCUDA_WORLD(m, d);
@@ -37,7 +38,8 @@ __global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const 
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   sim_constraint(m, wd, lane, 32);
 }
-// a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave)
+// a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave); its
+// tape entry keeps the first forward's geometry (sim_step_forward_world)
 __global__ void SIMCUDA_STAGED_BOUNDS k_sub_repair(const SimModel* m, const SimData* d) {
   SIMCUDA_WORLD(m, d);
   if (sim_reset_if_bad(m, wd, 1, lane, 32)) sim_forward_world(m, wd, lane, 32);
