@@ -7,6 +7,11 @@
 #ifndef ADJ_SIM_CONSTRAINT_H
 #define ADJ_SIM_CONSTRAINT_H
 
+// Row stride of sol_L (the Newton factor, island-local n x n): n rounded up to a multiple of 4 that is not one of 8.
+// A row then starts 16-byte aligned, so the warp's factor reads four entries of a row per load, and eight lanes
+// reading eight consecutive rows four entries each touch 32 different shared-memory banks.
+#define SIM_SOL_LD(n) ((((n) + 3) & ~3) | 4)
+
 // efc_type values (= mjtConstraint; equality and elliptic rows are not produced)
 enum {
   SIM_CNSTR_FRICTION_DOF = 1, SIM_CNSTR_FRICTION_TENDON = 2, SIM_CNSTR_LIMIT_JOINT = 3,
@@ -71,7 +76,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_Mgrad, nv, 1)                                                                    \
   X(sim_real, sol_search, nv, 1)                                                                   \
   X(sim_real, sol_H, nv, m->nv)       /* island Hessian M + J' D J (lower, island-local); M above */ \
-  X(sim_real, sol_L, nv, m->nv)       /* Cholesky factor of sol_H (lower; its transpose above) */  \
+  X(sim_real, sol_L, nv, SIM_SOL_LD(m->nv)) /* factor of sol_H (lower; its transpose above), stride SIM_SOL_LD */ \
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_qrow, nefcmax, 1)        /* the island's rows in the quadratic state (Hessian builds) */ \
   X(int, sol_tdof, nv, 1)             /* island dofs touched by the rows of a Hessian build */      \

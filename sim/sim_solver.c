@@ -597,26 +597,75 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
 
-// the warp form of sim_chol_factor (below); shared: L and H lie in shared memory, loaded as such
+// a - x[0] y[0] - x[1] y[1] - ... - x[k-1] y[k-1], one term at a time in ascending j: a row's chain in the factor.
+// x and y hold k consecutive entries of two rows of sol_L; vec: they lie in shared memory, 16-byte aligned (the
+// launch's layout, SIM_SOL_LD), and the GPU reads them four at a time. The same chain either way.
+SIM_FN_INLINE sim_real sim_chol_chain(const sim_real* x, const sim_real* y, int k, sim_real a, int vec) {
+  int j = 0;
+#ifdef __CUDA_ARCH__
+  if (vec) {
+    for (; j + 4 <= k; j += 4) {
+      float4 u = *(const float4*)(x + j), v = *(const float4*)(y + j);
+      a = sim_fmsub(u.x, v.x, a);
+      a = sim_fmsub(u.y, v.y, a);
+      a = sim_fmsub(u.z, v.z, a);
+      a = sim_fmsub(u.w, v.w, a);
+    }
+  }
+#else
+  (void)vec;
+#endif
+  for (; j < k; j++) a = sim_fmsub(x[j], y[j], a);
+  return a;
+}
+// two chains that share y (rows i0 and i1 against row k), each in the order of sim_chol_chain
+SIM_FN_INLINE void sim_chol_chain2(const sim_real* x0, const sim_real* x1, const sim_real* y, int k, sim_real* a0,
+                                   sim_real* a1, int vec) {
+  sim_real s0 = *a0, s1 = *a1;
+  int j = 0;
+#ifdef __CUDA_ARCH__
+  if (vec) {
+    for (; j + 4 <= k; j += 4) {
+      float4 u0 = *(const float4*)(x0 + j), u1 = *(const float4*)(x1 + j), v = *(const float4*)(y + j);
+      s0 = sim_fmsub(u0.x, v.x, s0);
+      s1 = sim_fmsub(u1.x, v.x, s1);
+      s0 = sim_fmsub(u0.y, v.y, s0);
+      s1 = sim_fmsub(u1.y, v.y, s1);
+      s0 = sim_fmsub(u0.z, v.z, s0);
+      s1 = sim_fmsub(u1.z, v.z, s1);
+      s0 = sim_fmsub(u0.w, v.w, s0);
+      s1 = sim_fmsub(u1.w, v.w, s1);
+    }
+  }
+#else
+  (void)vec;
+#endif
+  for (; j < k; j++) {
+    s0 = sim_fmsub(x0[j], y[j], s0);
+    s1 = sim_fmsub(x1[j], y[j], s1);
+  }
+  *a0 = s0;
+  *a1 = s1;
+}
+
+// the warp form of sim_chol_factor (below); shared: L and H lie in shared memory, loaded as such, L's rows
+// 16-byte aligned
 SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int lane, int shared) {
   if (shared) {
     SIM_ASSUME_SHARED(L);
     SIM_ASSUME_SHARED(H);
   }
+  int ld = SIM_SOL_LD(n);
   for (int k = 0; k < n; k++) {
-    const sim_real* lk = L + k * n;
+    const sim_real* lk = L + k * ld;  // L(k, j), j < k
     int r0 = k + lane, r1 = k + lane + 32;
     int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
     sim_real a0 = H[i0 * n + k], a1 = 0;
     if (n - k > 32) {
       a1 = H[i1 * n + k];
-      for (int j = 0; j < k; j++) {
-        sim_real l = lk[j];
-        a0 = sim_fmsub(L[j * n + i0], l, a0);
-        a1 = sim_fmsub(L[j * n + i1], l, a1);
-      }
+      sim_chol_chain2(L + i0 * ld, L + i1 * ld, lk, k, &a0, &a1, shared);
     } else {
-      for (int j = 0; j < k; j++) a0 = sim_fmsub(L[j * n + i0], lk[j], a0);
+      a0 = sim_chol_chain(L + i0 * ld, lk, k, a0, shared);
     }
     sim_real tmp = sim_shfl(a0, 0, lane);
     int deficient = tmp < (sim_real)SIM_MINVAL;
@@ -624,15 +673,15 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
     sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
     if (lane > 0 && r0 < n) {
       sim_real v = deficient ? 0 : a0 * inv;
-      L[r0 * n + k] = v;
-      L[k * n + r0] = v;
+      L[r0 * ld + k] = v;
+      L[k * ld + r0] = v;
     }
     if (r1 < n) {
       sim_real v = deficient ? 0 : a1 * inv;
-      L[r1 * n + k] = v;
-      L[k * n + r1] = v;
+      L[r1 * ld + k] = v;
+      L[k * ld + r1] = v;
     }
-    if (lane == 0) L[k * (n + 1)] = diag;
+    if (lane == 0) L[k * ld + k] = diag;
     SIM_SYNC();
   }
 }
@@ -644,39 +693,43 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
 // Lanes own rows: a lane keeps its entry's chain in a register and reads L(i, j) from row j's transposed copy
 // (U(j, i) = L(i, j), i > j: consecutive entries for consecutive lanes), L(k, j) being one value for the warp.
 // Each final column is also written there, where sim_chol_solve's forward substitution reads it along a row.
+// Rows are SIM_SOL_LD(n) apart.
 SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
+  int ld = SIM_SOL_LD(n);
   // The warp's form of the same arithmetic (sim_port.h, SIM_WARP). A column's chains carry nothing to the next
   // column, so the lanes take column k's rows afresh: lane l the rows k + l and, while more than 32 rows remain,
   // k + l + 32. Its chains stay in registers, the diagonal's (lane 0's) reaches the other lanes by a shuffle, and
   // the one sync per column is the one the next column's L(k + 1, j) needs. Past the first n - 32 columns one chain
   // per lane covers the column. Each loop is uniform over the warp: a lane past the last row computes at a clamped
-  // address (row n - 1) and discards the value. A row's chain is the same sequence of operations either way.
+  // address (row n - 1) and discards the value. A row's chain is the same sequence of operations either way. The
+  // chain reads L(i, j) along row i of the lower triangle (contiguous, so four entries a load from shared memory)
+  // rather than from the transposed copy: the same values.
   if (SIM_WARP && nlane == 32 && n <= 64) {
     if (SIM_IS_SHARED(L) && SIM_IS_SHARED(H)) sim_chol_factor_warp(L, H, n, lane, 1);
     else sim_chol_factor_warp(L, H, n, lane, 0);
     return;
   }
   for (int k = 0; k < n; k++) {
-    const sim_real* lk = L + k * n;  // L(k, j), j < k
+    const sim_real* lk = L + k * ld;  // L(k, j), j < k
     for (int i = k + lane; i < n; i += nlane) {
       sim_real acc = H[i * n + k];
-      for (int j = 0; j < k; j++) acc = sim_fmsub(L[j * n + i], lk[j], acc);
-      L[i * n + k] = acc;
+      for (int j = 0; j < k; j++) acc = sim_fmsub(L[j * ld + i], lk[j], acc);
+      L[i * ld + k] = acc;
     }
     SIM_SYNC();  // every lane reads the diagonal's chain, row k's lane wrote it
-    sim_real tmp = L[k * (n + 1)];
+    sim_real tmp = L[k * ld + k];
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
     sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
     for (int i = k + 1 + lane; i < n; i += nlane) {
-      sim_real v = deficient ? 0 : L[i * n + k] * inv;
-      L[i * n + k] = v;
-      L[k * n + i] = v;
+      sim_real v = deficient ? 0 : L[i * ld + k] * inv;
+      L[i * ld + k] = v;
+      L[k * ld + i] = v;
     }
     SIM_SYNC();  // column k final (the next column's rows belong to other lanes); every lane has read L(k, k)
-    if (lane == 0) L[k * (n + 1)] = diag;
+    if (lane == 0) L[k * ld + k] = diag;
   }
   SIM_SYNC();
 }
@@ -765,48 +818,49 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
 SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim_real* out, const int* dofs, int n,
                                        int lane, int shared) {
   if (shared) SIM_ASSUME_SHARED(L);
+  int ld = SIM_SOL_LD(n);
   sim_real r0 = lane < n ? g[dofs[lane]] : 0, r1 = lane + 32 < n ? g[dofs[lane + 32]] : 0;
   int e0 = lane, e1 = lane + 32;  // the entries this lane holds
   for (int k = 0; k < n; k += 2) {
     int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
     sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
-    sim_real x = a / L[k * (n + 1)], y = 0;
+    sim_real x = a / L[k * ld + k], y = 0;
     if (k1 > k) {
-      b = sim_fmsub(L[k * n + k1], x, b);
-      y = b / L[k1 * (n + 1)];
+      b = sim_fmsub(L[k * ld + k1], x, b);
+      y = b / L[k1 * ld + k1];
     }
     if (e0 == k) r0 = x;
     if (e1 == k) r1 = x;
     if (k1 > k && e0 == k1) r0 = y;
     if (k1 > k && e1 == k1) r1 = y;
     if (e0 > k1 && e0 < n) {
-      r0 = sim_fmsub(L[k * n + e0], x, r0);
-      r0 = sim_fmsub(L[k1 * n + e0], y, r0);
+      r0 = sim_fmsub(L[k * ld + e0], x, r0);
+      r0 = sim_fmsub(L[k1 * ld + e0], y, r0);
     }
     if (e1 > k1 && e1 < n) {
-      r1 = sim_fmsub(L[k * n + e1], x, r1);
-      r1 = sim_fmsub(L[k1 * n + e1], y, r1);
+      r1 = sim_fmsub(L[k * ld + e1], x, r1);
+      r1 = sim_fmsub(L[k1 * ld + e1], y, r1);
     }
   }
   for (int j = n - 1; j >= 0; j -= 2) {
     int j1 = SIM_MAX(j - 1, 0);  // the last step finishes entry 0 alone where n is odd
     sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
-    sim_real x = a / L[j * (n + 1)], y = 0;
+    sim_real x = a / L[j * ld + j], y = 0;
     if (j1 < j) {
-      b = sim_fmsub(L[j * n + j1], x, b);
-      y = b / L[j1 * (n + 1)];
+      b = sim_fmsub(L[j * ld + j1], x, b);
+      y = b / L[j1 * ld + j1];
     }
     if (e0 == j) r0 = x;
     if (e1 == j) r1 = x;
     if (j1 < j && e0 == j1) r0 = y;
     if (j1 < j && e1 == j1) r1 = y;
     if (e0 < j1) {
-      r0 = sim_fmsub(L[j * n + e0], x, r0);
-      r0 = sim_fmsub(L[j1 * n + e0], y, r0);
+      r0 = sim_fmsub(L[j * ld + e0], x, r0);
+      r0 = sim_fmsub(L[j1 * ld + e0], y, r0);
     }
     if (e1 < j1) {
-      r1 = sim_fmsub(L[j * n + e1], x, r1);
-      r1 = sim_fmsub(L[j1 * n + e1], y, r1);
+      r1 = sim_fmsub(L[j * ld + e1], x, r1);
+      r1 = sim_fmsub(L[j1 * ld + e1], y, r1);
     }
   }
   if (lane < n) out[dofs[lane]] = r0;
@@ -822,6 +876,7 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   const int* dofs = c->dofs;
   int n = c->n;
   const sim_real* L = d->sol_L;
+  int ld = SIM_SOL_LD(n);
   // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds entries l and l + 32 in
   // registers. Two entries become final per step: both reach every lane by shuffles issued together, and every
   // lane divides the first, subtracts its term from the second and divides that, as their owners would; the
@@ -837,17 +892,17 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (lane == 0) res[dofs[k]] = res[dofs[k]] / L[k * (n + 1)];
+    if (lane == 0) res[dofs[k]] = res[dofs[k]] / L[k * ld + k];
     SIM_SYNC();
     sim_real x = res[dofs[k]];
-    for (int i = k + 1 + lane; i < n; i += nlane) res[dofs[i]] = sim_fmsub(L[k * n + i], x, res[dofs[i]]);
+    for (int i = k + 1 + lane; i < n; i += nlane) res[dofs[i]] = sim_fmsub(L[k * ld + i], x, res[dofs[i]]);
   }
   SIM_SYNC();  // every lane has read entry n - 1 before lane 0 divides it again
   for (int j = n - 1; j >= 0; j--) {
-    if (lane == 0) res[dofs[j]] /= L[j * (n + 1)];
+    if (lane == 0) res[dofs[j]] /= L[j * ld + j];
     SIM_SYNC();
     sim_real x = res[dofs[j]];
-    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[dofs[i]] = sim_fmsub(L[j * n + i], x, res[dofs[i]]);
+    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[dofs[i]] = sim_fmsub(L[j * ld + i], x, res[dofs[i]]);
   }
   SIM_SYNC();
 }

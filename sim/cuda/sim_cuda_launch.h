@@ -45,19 +45,23 @@
   __syncwarp()
 
 // staged == 2: in the staged launch's constraint and solver-adjoint kernels, the Newton solver's dense scratch
-// (sol_H, sol_L: nv x nv each, read by nothing after the kernel) in dynamic shared memory instead of global
-// memory, where the model's size lets a block's fit in 48 KB (nv <= 39)
+// (sol_H: nv x nv, padded to a multiple of 4 floats; sol_L: nv rows of SIM_SOL_LD(nv); read by nothing after the
+// kernel) in dynamic shared memory instead of global memory, where the model's size lets a block's fit in 48 KB
+// (nv <= 37). Each warp's block, and sol_L within it, starts 16-byte aligned (the factor's vector loads).
+static inline __host__ __device__ size_t simcuda_solver_warp_floats(int nv) {
+  return (size_t)((nv * nv + 3) & ~3) + (size_t)nv * SIM_SOL_LD(nv);
+}
 static inline size_t simcuda_solver_shmem(int nv, int staged) {
-  size_t b = (size_t)SIMCUDA_WPB * 2 * nv * nv * sizeof(float);
+  size_t b = (size_t)SIMCUDA_WPB * simcuda_solver_warp_floats(nv) * sizeof(float);
   return staged == 2 && b <= 48 * 1024 ? b : 0;
 }
 #define SIMCUDA_SOLVER_SCRATCH(m, wd, lane, on)                                                     \
-  extern __shared__ float simcuda_scratch_[];                                                       \
+  extern __shared__ float4 simcuda_scratch4_[];                                                     \
   if (on) {                                                                                         \
     if ((lane) == 0) {                                                                              \
-      float* p_ = simcuda_scratch_ + (size_t)(threadIdx.x / 32) * 2 * (m)->nv * (m)->nv;            \
+      float* p_ = (float*)simcuda_scratch4_ + (threadIdx.x / 32) * simcuda_solver_warp_floats((m)->nv); \
       (wd)->sol_H = p_;                                                                             \
-      (wd)->sol_L = p_ + (m)->nv * (m)->nv;                                                         \
+      (wd)->sol_L = p_ + (((m)->nv * (m)->nv + 3) & ~3);                                            \
     }                                                                                               \
     __syncwarp();                                                                                   \
   }
