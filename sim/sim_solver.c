@@ -597,21 +597,23 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
 }
 
+#ifdef __CUDA_ARCH__
+// a - u.x v.x - u.y v.y - u.z v.z - u.w v.w, in that order
+SIM_FN_INLINE float sim_chol_fmsub4(float4 u, float4 v, float a) {
+  a = sim_fmsub(u.x, v.x, a);
+  a = sim_fmsub(u.y, v.y, a);
+  a = sim_fmsub(u.z, v.z, a);
+  return sim_fmsub(u.w, v.w, a);
+}
+#endif
 // a - x[0] y[0] - x[1] y[1] - ... - x[k-1] y[k-1], one term at a time in ascending j: a row's chain in the factor.
 // x and y hold k consecutive entries of two rows of sol_L; vec: they lie in shared memory, 16-byte aligned (the
 // launch's layout, SIM_SOL_LD), and the GPU reads them four at a time. The same chain either way.
 SIM_FN_INLINE sim_real sim_chol_chain(const sim_real* x, const sim_real* y, int k, sim_real a, int vec) {
   int j = 0;
 #ifdef __CUDA_ARCH__
-  if (vec) {
-    for (; j + 4 <= k; j += 4) {
-      float4 u = *(const float4*)(x + j), v = *(const float4*)(y + j);
-      a = sim_fmsub(u.x, v.x, a);
-      a = sim_fmsub(u.y, v.y, a);
-      a = sim_fmsub(u.z, v.z, a);
-      a = sim_fmsub(u.w, v.w, a);
-    }
-  }
+  if (vec)
+    for (; j + 4 <= k; j += 4) a = sim_chol_fmsub4(*(const float4*)(x + j), *(const float4*)(y + j), a);
 #else
   (void)vec;
 #endif
@@ -624,19 +626,12 @@ SIM_FN_INLINE void sim_chol_chain2(const sim_real* x0, const sim_real* x1, const
   sim_real s0 = *a0, s1 = *a1;
   int j = 0;
 #ifdef __CUDA_ARCH__
-  if (vec) {
+  if (vec)
     for (; j + 4 <= k; j += 4) {
-      float4 u0 = *(const float4*)(x0 + j), u1 = *(const float4*)(x1 + j), v = *(const float4*)(y + j);
-      s0 = sim_fmsub(u0.x, v.x, s0);
-      s1 = sim_fmsub(u1.x, v.x, s1);
-      s0 = sim_fmsub(u0.y, v.y, s0);
-      s1 = sim_fmsub(u1.y, v.y, s1);
-      s0 = sim_fmsub(u0.z, v.z, s0);
-      s1 = sim_fmsub(u1.z, v.z, s1);
-      s0 = sim_fmsub(u0.w, v.w, s0);
-      s1 = sim_fmsub(u1.w, v.w, s1);
+      float4 v = *(const float4*)(y + j);
+      s0 = sim_chol_fmsub4(*(const float4*)(x0 + j), v, s0);
+      s1 = sim_chol_fmsub4(*(const float4*)(x1 + j), v, s1);
     }
-  }
 #else
   (void)vec;
 #endif
