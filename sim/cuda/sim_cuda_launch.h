@@ -48,8 +48,9 @@
 // (sol_H: nv x nv, padded to a multiple of 4 floats; sol_L: nv rows of SIM_SOL_LD(nv); read by nothing after the
 // kernel) in dynamic shared memory instead of global memory, where the model's size lets a block's fit in 48 KB
 // (nv <= 37). Each warp's block, and sol_L within it, starts 16-byte aligned (the factor's vector loads).
+static inline __host__ __device__ size_t simcuda_solver_h_floats(int nv) { return (size_t)((nv * nv + 3) & ~3); }
 static inline __host__ __device__ size_t simcuda_solver_warp_floats(int nv) {
-  return (size_t)((nv * nv + 3) & ~3) + (size_t)nv * SIM_SOL_LD(nv);
+  return simcuda_solver_h_floats(nv) + (size_t)nv * SIM_SOL_LD(nv);
 }
 static inline size_t simcuda_solver_shmem(int nv, int staged) {
   size_t b = (size_t)SIMCUDA_WPB * simcuda_solver_warp_floats(nv) * sizeof(float);
@@ -61,7 +62,7 @@ static inline size_t simcuda_solver_shmem(int nv, int staged) {
     if ((lane) == 0) {                                                                              \
       float* p_ = (float*)simcuda_scratch4_ + (threadIdx.x / 32) * simcuda_solver_warp_floats((m)->nv); \
       (wd)->sol_H = p_;                                                                             \
-      (wd)->sol_L = p_ + (((m)->nv * (m)->nv + 3) & ~3);                                            \
+      (wd)->sol_L = p_ + simcuda_solver_h_floats((m)->nv);                                          \
     }                                                                                               \
     __syncwarp();                                                                                   \
   }
