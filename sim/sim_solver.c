@@ -676,7 +676,7 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
       L[r1 * ld + k] = v;
       L[k * ld + r1] = v;
     }
-    if (lane == 0) L[k * ld + k] = diag;
+    if (lane == 0) L[k * ld + k] = inv;
     SIM_SYNC();
   }
 }
@@ -684,7 +684,9 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
 // L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column k's entries
 // (i >= k) start from H(i, k) and subtract L(i, j) L(k, j) for the final columns j < k in ascending j, the
 // terms and order in which the right-looking update (each final column applied to the trailing triangle) and
-// MuJoCo's dot form subtract them; then the diagonal's square root, and the column scaled by its inverse.
+// MuJoCo's dot form subtract them; then the diagonal's square root, and the column scaled by its inverse. The
+// diagonal's slot keeps that inverse: the solves multiply by it where mju_cholSolve divides by L(k, k) (one
+// multiply instead of an IEEE division, on every lane, twice a step of each solve; results within an ulp a step).
 // Lanes own rows: a lane keeps its entry's chain in a register and reads L(i, j) from row j's transposed copy
 // (U(j, i) = L(i, j), i > j: consecutive entries for consecutive lanes), L(k, j) being one value for the warp.
 // Each final column is also written there, where sim_chol_solve's forward substitution reads it along a row.
@@ -724,7 +726,7 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
       L[k * ld + i] = v;
     }
     SIM_SYNC();  // column k final (the next column's rows belong to other lanes); every lane has read L(k, k)
-    if (lane == 0) L[k * ld + k] = diag;
+    if (lane == 0) L[k * ld + k] = inv;
   }
   SIM_SYNC();
 }
@@ -819,10 +821,10 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
   for (int k = 0; k < n; k += 2) {
     int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
     sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
-    sim_real x = a / L[k * ld + k], y = 0;
+    sim_real x = a * L[k * ld + k], y = 0;
     if (k1 > k) {
       b = sim_fmsub(L[k * ld + k1], x, b);
-      y = b / L[k1 * ld + k1];
+      y = b * L[k1 * ld + k1];
     }
     if (e0 == k) r0 = x;
     if (e1 == k) r1 = x;
@@ -840,10 +842,10 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
   for (int j = n - 1; j >= 0; j -= 2) {
     int j1 = SIM_MAX(j - 1, 0);  // the last step finishes entry 0 alone where n is odd
     sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
-    sim_real x = a / L[j * ld + j], y = 0;
+    sim_real x = a * L[j * ld + j], y = 0;
     if (j1 < j) {
       b = sim_fmsub(L[j * ld + j1], x, b);
-      y = b / L[j1 * ld + j1];
+      y = b * L[j1 * ld + j1];
     }
     if (e0 == j) r0 = x;
     if (e1 == j) r1 = x;
@@ -865,7 +867,8 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
 // Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: once res[k] is
 // final every lane subtracts its multiple from the entries it holds, lane l the entries k + 1 + l, k + 1 + l +
 // nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
-// Lane 0 thus holds the next entry to finish and divides it without waiting. The forward solve subtracts in
+// Lane 0 thus holds the next entry to finish and scales it (by 1 / L(k, k), the factor's diagonal slot) without
+// waiting. The forward solve subtracts in
 // MuJoCo's order (ascending k), the backward one in descending order.
 SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
@@ -874,8 +877,8 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   int ld = SIM_SOL_LD(n);
   // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds entries l and l + 32 in
   // registers. Two entries become final per step: both reach every lane by shuffles issued together, and every
-  // lane divides the first, subtracts its term from the second and divides that, as their owners would; the
-  // owners keep the quotients, the other lanes subtract both terms in order. One shuffle's wait per two entries,
+  // lane scales the first, subtracts its term from the second and scales that, as their owners would; the
+  // owners keep the results, the other lanes subtract both terms in order. One shuffle's wait per two entries,
   // and no lane works alone.
   if (SIM_WARP && nlane == 32 && n <= 64) {
     if (SIM_IS_SHARED(L)) sim_chol_solve_warp(L, d->sol_grad, d->sol_Mgrad, dofs, n, lane, 1);
@@ -887,14 +890,14 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (lane == 0) res[dofs[k]] = res[dofs[k]] / L[k * ld + k];
+    if (lane == 0) res[dofs[k]] = res[dofs[k]] * L[k * ld + k];
     SIM_SYNC();
     sim_real x = res[dofs[k]];
     for (int i = k + 1 + lane; i < n; i += nlane) res[dofs[i]] = sim_fmsub(L[k * ld + i], x, res[dofs[i]]);
   }
-  SIM_SYNC();  // every lane has read entry n - 1 before lane 0 divides it again
+  SIM_SYNC();  // every lane has read entry n - 1 before lane 0 scales it again
   for (int j = n - 1; j >= 0; j--) {
-    if (lane == 0) res[dofs[j]] /= L[j * ld + j];
+    if (lane == 0) res[dofs[j]] *= L[j * ld + j];
     SIM_SYNC();
     sim_real x = res[dofs[j]];
     for (int i = j - 1 - lane; i >= 0; i -= nlane) res[dofs[i]] = sim_fmsub(L[j * ld + i], x, res[dofs[i]]);
