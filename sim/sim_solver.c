@@ -154,10 +154,14 @@ SIM_FN void sim_island_onetree(const SimModel* m, SimWorld* d, int lane, int nla
 // the ancestor dofs of i (ascending, diagonal last) and a dof's descendants follow it contiguously, each with i
 // at position rownnz(i) - 1 of its row. Each output sums its own row (descending), then its descendants' entries
 // (ascending, listed in M_desc, so that no load waits on the previous descendant's test): the order in which
-// mju_mulSymVecSparse's row sweep accumulates it.
+// mju_mulSymVecSparse's row sweep accumulates it. Outputs go to lanes in passes of nlane, every second pass in
+// reverse: a tree's first dofs (a free joint's six: all the other dofs descend from them) have the longest sums, and
+// its last ones, which a second pass holds, short ones, so the lanes of the long sums take no second output.
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
                           int n, int lane, int nlane) {
-  for (int k = lane; k < n; k += nlane) {
+  for (int base = 0, pass = 0; base < n; base += nlane, pass++) {
+    int k = base + (pass & 1 ? nlane - 1 - lane : lane);
+    if (k >= n) continue;
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     sim_real s = M[adr + diag] * v[i];
     for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
@@ -605,6 +609,8 @@ SIM_FN_INLINE float sim_chol_fmsub4(float4 u, float4 v, float a) {
   a = sim_fmsub(u.z, v.z, a);
   return sim_fmsub(u.w, v.w, a);
 }
+// a - u.x v.x - u.y v.y
+SIM_FN_INLINE float sim_chol_fmsub2(float2 u, float2 v, float a) { return sim_fmsub(u.y, v.y, sim_fmsub(u.x, v.x, a)); }
 #endif
 // a - x[0] y[0] - x[1] y[1] - ... - x[k-1] y[k-1], one term at a time in ascending j: a row's chain in the factor.
 // x and y hold k consecutive entries of two rows of sol_L; vec: they lie in shared memory, 16-byte aligned (the
@@ -612,8 +618,13 @@ SIM_FN_INLINE float sim_chol_fmsub4(float4 u, float4 v, float a) {
 SIM_FN_INLINE sim_real sim_chol_chain(const sim_real* x, const sim_real* y, int k, sim_real a, int vec) {
   int j = 0;
 #ifdef __CUDA_ARCH__
-  if (vec)
+  if (vec) {
     for (; j + 4 <= k; j += 4) a = sim_chol_fmsub4(*(const float4*)(x + j), *(const float4*)(y + j), a);
+    // the last k mod 4 terms as one pair and one single (k is the warp's: no divergence), not a counted loop
+    if (k & 2) a = sim_chol_fmsub2(*(const float2*)(x + j), *(const float2*)(y + j), a), j += 2;
+    if (k & 1) a = sim_fmsub(x[j], y[j], a);
+    return a;
+  }
 #else
   (void)vec;
 #endif
@@ -626,12 +637,26 @@ SIM_FN_INLINE void sim_chol_chain2(const sim_real* x0, const sim_real* x1, const
   sim_real s0 = *a0, s1 = *a1;
   int j = 0;
 #ifdef __CUDA_ARCH__
-  if (vec)
+  if (vec) {
     for (; j + 4 <= k; j += 4) {
       float4 v = *(const float4*)(y + j);
       s0 = sim_chol_fmsub4(*(const float4*)(x0 + j), v, s0);
       s1 = sim_chol_fmsub4(*(const float4*)(x1 + j), v, s1);
     }
+    if (k & 2) {
+      float2 v = *(const float2*)(y + j);
+      s0 = sim_chol_fmsub2(*(const float2*)(x0 + j), v, s0);
+      s1 = sim_chol_fmsub2(*(const float2*)(x1 + j), v, s1);
+      j += 2;
+    }
+    if (k & 1) {
+      s0 = sim_fmsub(x0[j], y[j], s0);
+      s1 = sim_fmsub(x1[j], y[j], s1);
+    }
+    *a0 = s0;
+    *a1 = s1;
+    return;
+  }
 #else
   (void)vec;
 #endif
