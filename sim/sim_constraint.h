@@ -42,6 +42,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(int, efc_type, nefcmax, 1)        /* SIM_CNSTR_* */                                            \
   X(int, efc_id, nefcmax, 1)          /* dof, tendon, joint or contact index */                    \
   X(sim_real, efc_J, nefcmax, m->nv)  /* dense Jacobian rows */                                    \
+  X(int, efc_Jmask, nefcmax, 2)      /* dofs 0-31 and 32-63 where the row is non-zero (nv <= 64) */ \
   X(sim_real, efc_pos, nefcmax, 1)    /* distance (limit, contact), 0 for friction loss */         \
   X(sim_real, efc_margin, nefcmax, 1)                                                              \
   X(sim_real, efc_frictionloss, nefcmax, 1)                                                        \

@@ -166,11 +166,13 @@ SIM_FN unsigned sim_ballot(int pred, int lane) {  // bit l set where lane l's pr
   return __ballot_sync(0xffffffffu, pred);
 }
 SIM_FN int sim_popc(unsigned x) { return __popc(x); }
+SIM_FN int sim_ctz(unsigned x) { return __ffs((int)x) - 1; }  // x != 0: its lowest set bit
 #elif defined(SIM_WARP_EXTERNAL)
 #define SIM_WARP 1
 SIM_FN sim_real sim_shfl(sim_real x, int src, int lane);  // defined by the includer
 SIM_FN unsigned sim_ballot(int pred, int lane);
 SIM_FN int sim_popc(unsigned x) { return __builtin_popcount(x); }
+SIM_FN int sim_ctz(unsigned x) { return __builtin_ctz(x); }
 #else
 #define SIM_WARP 0
 SIM_FN sim_real sim_shfl(sim_real x, int src, int lane) {  // never reached: one lane
@@ -180,6 +182,7 @@ SIM_FN sim_real sim_shfl(sim_real x, int src, int lane) {  // never reached: one
 }
 SIM_FN unsigned sim_ballot(int pred, int lane) { return (unsigned)(pred != 0) << lane; }
 SIM_FN int sim_popc(unsigned x) { return __builtin_popcount(x); }
+SIM_FN int sim_ctz(unsigned x) { return __builtin_ctz(x); }
 #endif
 
 // SIM_IS_SHARED(p): p points into the block's shared memory (CUDA; 0 elsewhere). SIM_ASSUME_SHARED(p) tells the

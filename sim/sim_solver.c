@@ -171,10 +171,21 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
   }
 }
 
-// J row r times a dof vector, over the island's dofs
+// J row r times a dof vector, over the island's dofs (ascending). Where nv <= 64 the sum walks the row's non-zero
+// dofs (efc_Jmask), in the same ascending order: the island holds every dof of its rows, and a zero entry's term
+// (+-0) leaves a sum that starts at +0 unchanged, so the result is the dense sum's, in about a third of the terms
+// for a G1 contact row.
 SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const sim_real* v, const int* dofs, int n) {
   const sim_real* J = d->efc_J + (size_t)r * m->nv;
   sim_real s = 0;
+  if (m->nv <= 64) {
+    for (int w = 0; w < 2; w++)
+      for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
+        int j = 32 * w + sim_ctz(bits);
+        s = sim_fmadd(J[j], v[j], s);
+      }
+    return s;
+  }
   for (int k = 0; k < n; k++) s = sim_fmadd(J[dofs[k]], v[dofs[k]], s);
   return s;
 }
