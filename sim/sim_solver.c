@@ -679,6 +679,13 @@ SIM_FN_INLINE void sim_chol_chain2(const sim_real* x0, const sim_real* x1, const
   *a1 = s1;
 }
 
+// SIM_CHOL_ROWREAD 1 (the default): the warp's chains read L(i, j) along row i, four entries a load from shared
+// memory (3c70378); 0: one entry a load from the transposed copy (U(j, i), consecutive for consecutive lanes), as
+// before it. The same values in the same order either way. A build switch while the two are timed against each other
+// (3c70378's layout measured slower than the one before it, bench/RESULTS.md 2026-12-06).
+#ifndef SIM_CHOL_ROWREAD
+#define SIM_CHOL_ROWREAD 1
+#endif
 // the warp form of sim_chol_factor (below); shared: L and H lie in shared memory, loaded as such, L's rows
 // 16-byte aligned
 SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int lane, int shared) {
@@ -692,12 +699,25 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
     int r0 = k + lane, r1 = k + lane + 32;
     int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
     sim_real a0 = H[i0 * n + k], a1 = 0;
+#if SIM_CHOL_ROWREAD
     if (n - k > 32) {
       a1 = H[i1 * n + k];
       sim_chol_chain2(L + i0 * ld, L + i1 * ld, lk, k, &a0, &a1, shared);
     } else {
       a0 = sim_chol_chain(L + i0 * ld, lk, k, a0, shared);
     }
+#else
+    if (n - k > 32) {
+      a1 = H[i1 * n + k];
+      for (int j = 0; j < k; j++) {
+        sim_real l = lk[j];
+        a0 = sim_fmsub(L[j * ld + i0], l, a0);
+        a1 = sim_fmsub(L[j * ld + i1], l, a1);
+      }
+    } else {
+      for (int j = 0; j < k; j++) a0 = sim_fmsub(L[j * ld + i0], lk[j], a0);
+    }
+#endif
     sim_real tmp = sim_shfl(a0, 0, lane);
     int deficient = tmp < (sim_real)SIM_MINVAL;
     if (deficient) tmp = (sim_real)SIM_MINVAL;
@@ -776,12 +796,21 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
                                int nlane) {
   int* list = d->sol_tdof;
   if (SIM_WARP && nlane == 32) {
+    // the rows' non-zero dofs (efc_Jmask) in one walk, the same on every lane, where the model has them
+    unsigned any[2] = {0, 0};
+    if (m->nv <= 64)
+      for (int k = 0; k < nr; k++) {
+        any[0] |= (unsigned)d->efc_Jmask[2 * rows[k]];
+        any[1] |= (unsigned)d->efc_Jmask[2 * rows[k] + 1];
+      }
     int cnt = 0;
     for (int base = 0; base < c->n; base += 32) {
       int a = base + lane, t = 0;
       if (a < c->n) {
         int ja = c->dofs[a];
-        for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
+        if (m->nv <= 64) t = (any[ja >> 5] >> (ja & 31)) & 1;
+        else
+          for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
       }
       cnt = sim_ballot_append(list, cnt, t, a, lane);
     }
