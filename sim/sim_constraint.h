@@ -11,6 +11,8 @@
 // A row then starts 16-byte aligned, so the warp's factor reads four entries of a row per load, and eight lanes
 // reading eight consecutive rows four entries each touch 32 different shared-memory banks.
 #define SIM_SOL_LD(n) ((((n) + 3) & ~3) | 4)
+// efc_Jmask holds each row's non-zero dofs (set where the row is filled) in models of at most 64 dofs
+#define SIM_JMASK(m) ((m)->nv <= 64)
 
 // efc_type values (= mjtConstraint; equality and elliptic rows are not produced)
 enum {
@@ -42,7 +44,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(int, efc_type, nefcmax, 1)        /* SIM_CNSTR_* */                                            \
   X(int, efc_id, nefcmax, 1)          /* dof, tendon, joint or contact index */                    \
   X(sim_real, efc_J, nefcmax, m->nv)  /* dense Jacobian rows */                                    \
-  X(int, efc_Jmask, nefcmax, 2)      /* dofs 0-31 and 32-63 where the row is non-zero (nv <= 64) */ \
+  X(int, efc_Jmask, nefcmax, 2)      /* dofs 0-31 and 32-63 where the row is non-zero (SIM_JMASK) */ \
   X(sim_real, efc_pos, nefcmax, 1)    /* distance (limit, contact), 0 for friction loss */         \
   X(sim_real, efc_margin, nefcmax, 1)                                                              \
   X(sim_real, efc_frictionloss, nefcmax, 1)                                                        \

@@ -398,7 +398,7 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
   sim_real vel = 0;
   for (int j = 0; j < nv; j++) vel += row[j] * d->qvel[j];
   d->efc_vel[r] = vel;
-  if (nv <= 64) {  // the row's non-zero dofs, for the solver's products with it (sim_rowdot)
+  if (SIM_JMASK(m)) {  // the row's non-zero dofs, for the solver's products with it (sim_rowdot)
     unsigned bits[2] = {0, 0};
     for (int j = 0; j < nv; j++) bits[j >> 5] |= (unsigned)(row[j] != 0) << (j & 31);
     d->efc_Jmask[2 * r] = (int)bits[0];

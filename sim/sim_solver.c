@@ -171,14 +171,14 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
   }
 }
 
-// J row r times a dof vector, over the island's dofs (ascending). Where nv <= 64 the sum walks the row's non-zero
+// J row r times a dof vector, over the island's dofs (ascending). Where SIM_JMASK the sum walks the row's non-zero
 // dofs (efc_Jmask), in the same ascending order: the island holds every dof of its rows, and a zero entry's term
 // (+-0) leaves a sum that starts at +0 unchanged, so the result is the dense sum's, in about a third of the terms
 // for a G1 contact row.
 SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const sim_real* v, const int* dofs, int n) {
   const sim_real* J = d->efc_J + (size_t)r * m->nv;
   sim_real s = 0;
-  if (m->nv <= 64) {
+  if (SIM_JMASK(m)) {
     for (int w = 0; w < 2; w++)
       for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
         int j = 32 * w + sim_ctz(bits);
@@ -798,7 +798,8 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
   if (SIM_WARP && nlane == 32) {
     // the rows' non-zero dofs (efc_Jmask) in one walk, the same on every lane, where the model has them
     unsigned any[2] = {0, 0};
-    if (m->nv <= 64)
+    int masked = SIM_JMASK(m);
+    if (masked)
       for (int k = 0; k < nr; k++) {
         any[0] |= (unsigned)d->efc_Jmask[2 * rows[k]];
         any[1] |= (unsigned)d->efc_Jmask[2 * rows[k] + 1];
@@ -808,7 +809,7 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
       int a = base + lane, t = 0;
       if (a < c->n) {
         int ja = c->dofs[a];
-        if (m->nv <= 64) t = (any[ja >> 5] >> (ja & 31)) & 1;
+        if (masked) t = (any[ja >> 5] >> (ja & 31)) & 1;
         else
           for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
       }
@@ -933,8 +934,7 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
 // final every lane subtracts its multiple from the entries it holds, lane l the entries k + 1 + l, k + 1 + l +
 // nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
 // Lane 0 thus holds the next entry to finish and scales it (by 1 / L(k, k), the factor's diagonal slot) without
-// waiting. The forward solve subtracts in
-// MuJoCo's order (ascending k), the backward one in descending order.
+// waiting. The forward solve subtracts in MuJoCo's order (ascending k), the backward one in descending order.
 SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
