@@ -620,123 +620,93 @@ SIM_FN_INLINE float sim_chol_fmsub4(float4 u, float4 v, float a) {
   a = sim_fmsub(u.z, v.z, a);
   return sim_fmsub(u.w, v.w, a);
 }
-// a - u.x v.x - u.y v.y
-SIM_FN_INLINE float sim_chol_fmsub2(float2 u, float2 v, float a) { return sim_fmsub(u.y, v.y, sim_fmsub(u.x, v.x, a)); }
 #endif
-// a - x[0] y[0] - x[1] y[1] - ... - x[k-1] y[k-1], one term at a time in ascending j: a row's chain in the factor.
-// x and y hold k consecutive entries of two rows of sol_L; vec: they lie in shared memory, 16-byte aligned (the
-// launch's layout, SIM_SOL_LD), and the GPU reads them four at a time. The same chain either way.
-SIM_FN_INLINE sim_real sim_chol_chain(const sim_real* x, const sim_real* y, int k, sim_real a, int vec) {
-  int j = 0;
+// a[c] - x[0] y_c[0] - ... - x[k-1] y_c[k-1] for the four rows y_c of a block (c = 0..3), each one term at a time
+// in ascending j: the chains of row x's entries in the block's four columns. vec: the rows lie in shared memory,
+// 16-byte aligned (SIM_SOL_LD), and k is a multiple of 4: the GPU reads them four entries at a time, and each entry
+// of x serves four chains.
+SIM_FN_INLINE void sim_chol_chain4(const sim_real* x, const sim_real* y0, const sim_real* y1, const sim_real* y2,
+                                   const sim_real* y3, int k, sim_real* a, int vec) {
+  sim_real s0 = a[0], s1 = a[1], s2 = a[2], s3 = a[3];
 #ifdef __CUDA_ARCH__
   if (vec) {
-    for (; j + 4 <= k; j += 4) a = sim_chol_fmsub4(*(const float4*)(x + j), *(const float4*)(y + j), a);
-    // the last k mod 4 terms as one pair and one single (k is the warp's: no divergence), not a counted loop
-    if (k & 2) a = sim_chol_fmsub2(*(const float2*)(x + j), *(const float2*)(y + j), a), j += 2;
-    if (k & 1) a = sim_fmsub(x[j], y[j], a);
-    return a;
-  }
-#else
-  (void)vec;
-#endif
-  for (; j < k; j++) a = sim_fmsub(x[j], y[j], a);
-  return a;
-}
-// two chains that share y (rows i0 and i1 against row k), each in the order of sim_chol_chain
-SIM_FN_INLINE void sim_chol_chain2(const sim_real* x0, const sim_real* x1, const sim_real* y, int k, sim_real* a0,
-                                   sim_real* a1, int vec) {
-  sim_real s0 = *a0, s1 = *a1;
-  int j = 0;
-#ifdef __CUDA_ARCH__
-  if (vec) {
-    for (; j + 4 <= k; j += 4) {
-      float4 v = *(const float4*)(y + j);
-      s0 = sim_chol_fmsub4(*(const float4*)(x0 + j), v, s0);
-      s1 = sim_chol_fmsub4(*(const float4*)(x1 + j), v, s1);
+    for (int j = 0; j < k; j += 4) {
+      float4 u = *(const float4*)(x + j);
+      s0 = sim_chol_fmsub4(u, *(const float4*)(y0 + j), s0);
+      s1 = sim_chol_fmsub4(u, *(const float4*)(y1 + j), s1);
+      s2 = sim_chol_fmsub4(u, *(const float4*)(y2 + j), s2);
+      s3 = sim_chol_fmsub4(u, *(const float4*)(y3 + j), s3);
     }
-    if (k & 2) {
-      float2 v = *(const float2*)(y + j);
-      s0 = sim_chol_fmsub2(*(const float2*)(x0 + j), v, s0);
-      s1 = sim_chol_fmsub2(*(const float2*)(x1 + j), v, s1);
-      j += 2;
-    }
-    if (k & 1) {
-      s0 = sim_fmsub(x0[j], y[j], s0);
-      s1 = sim_fmsub(x1[j], y[j], s1);
-    }
-    *a0 = s0;
-    *a1 = s1;
+    a[0] = s0, a[1] = s1, a[2] = s2, a[3] = s3;
     return;
   }
 #else
   (void)vec;
 #endif
-  for (; j < k; j++) {
-    s0 = sim_fmsub(x0[j], y[j], s0);
-    s1 = sim_fmsub(x1[j], y[j], s1);
+  for (int j = 0; j < k; j++) {
+    sim_real u = x[j];
+    s0 = sim_fmsub(u, y0[j], s0);
+    s1 = sim_fmsub(u, y1[j], s1);
+    s2 = sim_fmsub(u, y2[j], s2);
+    s3 = sim_fmsub(u, y3[j], s3);
   }
-  *a0 = s0;
-  *a1 = s1;
+  a[0] = s0, a[1] = s1, a[2] = s2, a[3] = s3;
 }
 
-// SIM_CHOL_ROWREAD 1 (the default): the warp's chains read L(i, j) along row i, four entries a load from shared
-// memory (3c70378); 0: one entry a load from the transposed copy (U(j, i), consecutive for consecutive lanes), as
-// before it. The same values in the same order either way. A build switch while the two are timed against each other
-// (3c70378's layout measured slower than the one before it, bench/RESULTS.md 2026-12-06).
-#ifndef SIM_CHOL_ROWREAD
-#define SIM_CHOL_ROWREAD 1
-#endif
-// the warp form of sim_chol_factor (below); shared: L and H lie in shared memory, loaded as such, L's rows
-// 16-byte aligned
+// the warp form of sim_chol_factor (below), four columns a block; shared: L and H lie in shared memory, loaded as
+// such, L's rows 16-byte aligned. Lane l takes the block's rows k + l and, while more than 32 rows remain,
+// k + l + 32, and keeps one chain per row and block column in registers. The chains over the final columns j < k
+// carry nothing from one block column to the next, so the four run side by side, each entry of a row read once
+// for four terms; then the block's columns in turn: the diagonal's chain (lane c's, for column k + c) reaches
+// every lane by a shuffle, the column is scaled by its inverse, and its entries L(i, k + c) enter the later block
+// columns' chains as their next term, L(k + c', k + c) from lane c' by a shuffle. Each entry's chain is the
+// sequence of operations of sim_chol_factor's loop, ascending j, and one sync per block, not per column. Each loop
+// is uniform over the warp: a lane past the last row (or a block column past the last, n mod 4) computes at a
+// clamped address (row or column n - 1) and discards the value.
 SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int lane, int shared) {
   if (shared) {
     SIM_ASSUME_SHARED(L);
     SIM_ASSUME_SHARED(H);
   }
   int ld = SIM_SOL_LD(n);
-  for (int k = 0; k < n; k++) {
-    const sim_real* lk = L + k * ld;  // L(k, j), j < k
-    int r0 = k + lane, r1 = k + lane + 32;
+  for (int k = 0; k < n; k += 4) {
+    int r0 = k + lane, r1 = k + lane + 32, two = n - k > 32;  // two: warp-uniform
     int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
-    sim_real a0 = H[i0 * n + k], a1 = 0;
-#if SIM_CHOL_ROWREAD
-    if (n - k > 32) {
-      a1 = H[i1 * n + k];
-      sim_chol_chain2(L + i0 * ld, L + i1 * ld, lk, k, &a0, &a1, shared);
-    } else {
-      a0 = sim_chol_chain(L + i0 * ld, lk, k, a0, shared);
+    int col[4] = {k, SIM_MIN(k + 1, n - 1), SIM_MIN(k + 2, n - 1), SIM_MIN(k + 3, n - 1)};
+    sim_real a[4], b[4] = {0, 0, 0, 0};
+    for (int c = 0; c < 4; c++) a[c] = H[i0 * n + col[c]];
+    sim_chol_chain4(L + i0 * ld, L + col[0] * ld, L + col[1] * ld, L + col[2] * ld, L + col[3] * ld, k, a, shared);
+    if (two) {
+      for (int c = 0; c < 4; c++) b[c] = H[i1 * n + col[c]];
+      sim_chol_chain4(L + i1 * ld, L + col[0] * ld, L + col[1] * ld, L + col[2] * ld, L + col[3] * ld, k, b,
+                      shared);
     }
-#else
-    if (n - k > 32) {
-      a1 = H[i1 * n + k];
-      for (int j = 0; j < k; j++) {
-        sim_real l = lk[j];
-        a0 = sim_fmsub(L[j * ld + i0], l, a0);
-        a1 = sim_fmsub(L[j * ld + i1], l, a1);
+    for (int c = 0; c < 4; c++) {  // a constant count, so that a and b stay in registers
+      int kc = k + c;
+      if (kc >= n) break;
+      sim_real tmp = sim_shfl(a[c], c, lane);
+      int deficient = tmp < (sim_real)SIM_MINVAL;
+      if (deficient) tmp = (sim_real)SIM_MINVAL;
+      sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
+      sim_real v = deficient ? 0 : a[c] * inv, w = deficient ? 0 : b[c] * inv;
+      if (r0 > kc && r0 < n) {
+        L[r0 * ld + kc] = v;
+        L[kc * ld + r0] = v;
       }
-    } else {
-      for (int j = 0; j < k; j++) a0 = sim_fmsub(L[j * ld + i0], lk[j], a0);
+      if (two && r1 < n) {
+        L[r1 * ld + kc] = w;
+        L[kc * ld + r1] = w;
+      }
+      if (lane == c) L[kc * ld + kc] = inv;
+      for (int e = c + 1; e < 4; e++) {  // term j = kc of the later block columns' chains
+        sim_real lek = sim_shfl(v, e, lane);
+        a[e] = sim_fmsub(v, lek, a[e]);
+        b[e] = sim_fmsub(w, lek, b[e]);
+      }
     }
-#endif
-    sim_real tmp = sim_shfl(a0, 0, lane);
-    int deficient = tmp < (sim_real)SIM_MINVAL;
-    if (deficient) tmp = (sim_real)SIM_MINVAL;
-    sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
-    if (lane > 0 && r0 < n) {
-      sim_real v = deficient ? 0 : a0 * inv;
-      L[r0 * ld + k] = v;
-      L[k * ld + r0] = v;
-    }
-    if (r1 < n) {
-      sim_real v = deficient ? 0 : a1 * inv;
-      L[r1 * ld + k] = v;
-      L[k * ld + r1] = v;
-    }
-    if (lane == 0) L[k * ld + k] = inv;
     SIM_SYNC();
   }
 }
-
 // L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column k's entries
 // (i >= k) start from H(i, k) and subtract L(i, j) L(k, j) for the final columns j < k in ascending j, the
 // terms and order in which the right-looking update (each final column applied to the trailing triangle) and
@@ -751,14 +721,7 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
   int ld = SIM_SOL_LD(n);
-  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP). A column's chains carry nothing to the next
-  // column, so the lanes take column k's rows afresh: lane l the rows k + l and, while more than 32 rows remain,
-  // k + l + 32. Its chains stay in registers, the diagonal's (lane 0's) reaches the other lanes by a shuffle, and
-  // the one sync per column is the one the next column's L(k + 1, j) needs. Past the first n - 32 columns one chain
-  // per lane covers the column. Each loop is uniform over the warp: a lane past the last row computes at a clamped
-  // address (row n - 1) and discards the value. A row's chain is the same sequence of operations either way. The
-  // chain reads L(i, j) along row i of the lower triangle (contiguous, so four entries a load from shared memory)
-  // rather than from the transposed copy: the same values.
+  // the warp's form of the same arithmetic (sim_port.h, SIM_WARP), four columns a sync
   if (SIM_WARP && nlane == 32 && n <= 64) {
     if (SIM_IS_SHARED(L) && SIM_IS_SHARED(H)) sim_chol_factor_warp(L, H, n, lane, 1);
     else sim_chol_factor_warp(L, H, n, lane, 0);
