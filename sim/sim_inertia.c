@@ -153,57 +153,33 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
   // A row lists its stored ancestors ascending, and a stored ancestor j sits where j's own row has its diagonal
   // (rownnz(j) - 1: the pattern below j is j's own, as M_desc also takes it), so a lane finds its dof's entry in
   // row i at that position, or none. L' x: the dofs in the same order, each one's x sent to the lanes by a
-  // shuffle; the dofs of one depth change only shallower ones, so up to four of them are shuffled together and
-  // then applied in that order. L x: depth by depth, each dof's sum of its ancestors' terms (the row's ascending
-  // order) subtracted when its depth comes, then the depth's final x sent to the deeper dofs, four together.
+  // shuffle. L x: the dofs ascending, each final x sent to its descendants, which add its term to their own
+  // sum in the row's ascending order and subtract that sum when their turn comes.
   if (SIM_WARP && nlane == 32 && nv <= 64) {
     int j0 = lane, j1 = lane + 32, in0 = j0 < nv, in1 = j1 < nv;
     int d0 = in0 ? rownnz[j0] - 1 : 0, d1 = in1 ? rownnz[j1] - 1 : 0;
-    int l0 = in0 ? m->dof_depth[j0] : -1, l1 = in1 ? m->dof_depth[j1] : -1;
     sim_real x0 = in0 ? x[j0] : 0, x1 = in1 ? x[j1] : 0;
-    int nlev = sim_dof_nlevel(m);
-    for (int l = nlev - 1; l >= 1; l--) {
-      int lo = m->dof_level_adr[l];
-      for (int hi = lo + m->dof_level_num[l]; hi > lo; hi -= 4) {  // positions hi - 1, hi - 2, ... (>= lo)
-        int is[4];
-        sim_real xs[4];
-        for (int c = 0; c < 4; c++) {
-          is[c] = m->dof_level_dof[SIM_MAX(hi - 1 - c, lo)];
-          xs[c] = sim_shfl(is[c] < 32 ? x0 : x1, is[c] & 31, lane);
-        }
-        for (int c = 0; c < 4; c++) {
-          if (hi - 1 - c < lo) break;
-          int i = is[c], adr = rowadr[i], nd = rownnz[i] - 1;
-          sim_real xi = xs[c];
-          if (xi == 0) continue;  // the same for every lane
-          if (j0 < i && d0 < nd && colind[adr + d0] == j0) x0 -= qLD[adr + d0] * xi;
-          if (j1 < i && d1 < nd && colind[adr + d1] == j1) x1 -= qLD[adr + d1] * xi;
-        }
-      }
+    for (int s = nv - 1; s >= s0; s--) {
+      int i = m->dof_level_dof[s], adr = rowadr[i], nd = rownnz[i] - 1;
+      sim_real xi = sim_shfl(i < 32 ? x0 : x1, i & 31, lane);
+      if (xi == 0) continue;  // the same for every lane
+      if (j0 < i && d0 < nd && colind[adr + d0] == j0) x0 -= qLD[adr + d0] * xi;
+      if (j1 < i && d1 < nd && colind[adr + d1] == j1) x1 -= qLD[adr + d1] * xi;
     }
     if (in0) x0 *= diaginv[j0];
     if (in1) x1 *= diaginv[j1];
     int a0 = in0 ? rowadr[j0] : 0, a1 = in1 ? rowadr[j1] : 0;
+    int n0 = in0 ? rownnz[j0] - 1 : 0, n1 = in1 ? rownnz[j1] - 1 : 0;
     sim_real acc0 = 0, acc1 = 0;
-    for (int l = 0; l < nlev; l++) {
-      if (l0 == l && d0 > 0) x0 -= acc0;
-      if (l1 == l && d1 > 0) x1 -= acc1;
-      int lo = m->dof_level_adr[l], end = lo + m->dof_level_num[l];
-      if (l == nlev - 1) break;  // no deeper dofs
-      for (int q = lo; q < end; q += 4) {  // positions q, q + 1, ... (< end)
-        int js[4];
-        sim_real xs[4];
-        for (int c = 0; c < 4; c++) {
-          js[c] = m->dof_level_dof[SIM_MIN(q + c, end - 1)];
-          xs[c] = sim_shfl(js[c] < 32 ? x0 : x1, js[c] & 31, lane);
-        }
-        for (int c = 0; c < 4; c++) {
-          if (q + c >= end) break;
-          int j = js[c], dj = rownnz[j] - 1;
-          if (j0 > j && dj < d0 && colind[a0 + dj] == j) acc0 += qLD[a0 + dj] * xs[c];
-          if (j1 > j && dj < d1 && colind[a1 + dj] == j) acc1 += qLD[a1 + dj] * xs[c];
-        }
+    for (int j = 0; j < nv; j++) {
+      if (lane == (j & 31)) {
+        if (j < 32 && n0 > 0) x0 -= acc0;
+        if (j >= 32 && n1 > 0) x1 -= acc1;
       }
+      sim_real xj = sim_shfl(j < 32 ? x0 : x1, j & 31, lane);
+      int dj = rownnz[j] - 1;
+      if (j0 > j && dj < n0 && colind[a0 + dj] == j) acc0 += qLD[a0 + dj] * xj;
+      if (j1 > j && dj < n1 && colind[a1 + dj] == j) acc1 += qLD[a1 + dj] * xj;
     }
     if (in0) x[j0] = x0;
     if (in1) x[j1] = x1;
