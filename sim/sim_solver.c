@@ -707,6 +707,7 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
     SIM_SYNC();
   }
 }
+
 // L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column k's entries
 // (i >= k) start from H(i, k) and subtract L(i, j) L(k, j) for the final columns j < k in ascending j, the
 // terms and order in which the right-looking update (each final column applied to the trailing triangle) and
