@@ -991,9 +991,11 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   SIM_SYNC();
 }
 
-// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations
+// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations.
+// ma: sol_Ma already holds M qacc at the island's dofs (sim_warmstart's product at qacc_warmstart: an island's
+// sums are those of the whole product at its dofs, term for term), which MuJoCo recomputes here.
 SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
-                             int island, int lane, int nlane) {
+                             int island, int ma, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
   c->dofs = dofs;
@@ -1006,7 +1008,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   sim_real* grad = d->sol_grad;
   sim_real* Mgrad = d->sol_Mgrad;
 
-  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
+  if (!ma) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
   for (int q = lane; q < nr; q += nlane) {
     int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
@@ -1076,21 +1078,32 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   return iter;
 }
 
-// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
-SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
+// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper. Returns 1 where
+// qacc is qacc_warmstart, whose M product sol_Ma then holds (on all dofs). Where SIM_JMASK the row products walk
+// the row's non-zero dofs, ascending, as sim_rowdot does: the same sums.
+SIM_FN_STAGE int sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   if (m->disableflags & SIM_DSBL_WARMSTART) {
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
     SIM_SYNC();
-    return;
+    return 0;
   }
   // jar at qacc_warmstart (efc_Jaref) and at qacc_smooth (efc_b, kept in efc_Jv), rows across lanes
   for (int r = lane; r < nefc; r += nlane) {
     const sim_real* J = d->efc_J + (size_t)r * nv;
     sim_real s = 0, t = 0;
-    for (int j = 0; j < nv; j++) {
-      s += J[j] * d->qacc_warmstart[j];
-      t += J[j] * d->qacc_smooth[j];
+    if (SIM_JMASK(m)) {
+      for (int w = 0; w < 2; w++)
+        for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
+          int j = 32 * w + sim_ctz(bits);
+          s += J[j] * d->qacc_warmstart[j];
+          t += J[j] * d->qacc_smooth[j];
+        }
+    } else {
+      for (int j = 0; j < nv; j++) {
+        s += J[j] * d->qacc_warmstart[j];
+        t += J[j] * d->qacc_smooth[j];
+      }
     }
     d->efc_Jaref[r] = s - d->efc_aref[r];
     d->efc_Jv[r] = t - d->efc_aref[r];
@@ -1107,6 +1120,7 @@ SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allro
   int smooth = cost_ws > cost_smooth;
   for (int i = lane; i < nv; i += nlane) d->qacc[i] = smooth ? d->qacc_smooth[i] : d->qacc_warmstart[i];
   SIM_SYNC();
+  return !smooth;
 }
 
 // mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once)
@@ -1125,7 +1139,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
   SIM_SYNC();
   for (int r = lane; r < nefc; r += nlane) ident[r] = r;
   SIM_SYNC();
-  sim_warmstart(m, d, ident, lane, nlane);
+  int ma = sim_warmstart(m, d, ident, lane, nlane);
   if (nisland > 0) {
     int nidof = d->island_idofadr[nisland - 1] + d->island_nv[nisland - 1];
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
@@ -1134,14 +1148,14 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
     int niter = 0;
     for (int i = 0; i < nisland; i++)
       niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, lane, nlane);
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, ma, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
   } else {
     // monolithic: identity dof and row lists in the island maps
     for (int r = lane; r < nefc; r += nlane) d->map_iefc2efc[r] = r;
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
-    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, lane, nlane);
+    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, ma, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
   }
   SIM_SYNC();
