@@ -83,7 +83,6 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_qrow, nefcmax, 1)        /* the island's rows in the quadratic state (Hessian builds) */ \
   X(int, sol_tdof, nv, 1)             /* island dofs touched by the rows of a Hessian build */      \
-  X(int, sol_tmask, nv, 2)            /* per listed dof: its quadratic rows q < 64 as bits (SIM_JMASK) */ \
   X(int, sol_flag, one, 3)            /* lane 0 -> all lanes: number of changed, of quadratic rows, touched dofs */
 
 #endif

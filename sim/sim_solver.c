@@ -600,68 +600,16 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nc
 // ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse), read from
 // sim_hessian_M's copy. Where M has no entry the copy adds +0, which leaves the sum unchanged: it starts at +0
 // and so is never -0. MuJoCo skips a row whose J(r, a) is 0; its term here is a signed zero, which leaves such a
-// sum unchanged as well (finite J), and without the test the rows' loads do not wait on each other's. qa, qb
-// (or NULL): the rows q < 64 non-zero at a and at b as bits (sim_hessian_qmask); then the sum takes only the rows
-// in both sets, ascending, and skips only such zero terms: the same sum in a fraction of the terms (a G1 contact
-// row is non-zero at about a third of the dofs).
-SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b,
-                                  const int* qa, const int* qb) {
+// sum unchanged as well (finite J), and without the test the rows' loads do not wait on each other's.
+SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
   int nv = m->nv, n = c->n, ja = c->dofs[a], jb = c->dofs[b];
   sim_real s = 0;
-  if (qa) {
-    for (int w = 0; w < 2; w++)
-      for (unsigned bits = (unsigned)qa[w] & (unsigned)qb[w]; bits; bits &= bits - 1) {
-        int r = d->sol_qrow[32 * w + sim_ctz(bits)];
-        const sim_real* J = d->efc_J + (size_t)r * nv;
-        s = sim_fmadd(J[jb], J[ja] * d->efc_D[r], s);
-      }
-  } else {
-    for (int q = 0; q < nq; q++) {
-      int r = d->sol_qrow[q];
-      const sim_real* J = d->efc_J + (size_t)r * nv;
-      s = sim_fmadd(J[jb], J[ja] * d->efc_D[r], s);
-    }
+  for (int q = 0; q < nq; q++) {
+    int r = d->sol_qrow[q];
+    const sim_real* J = d->efc_J + (size_t)r * nv;
+    s = sim_fmadd(J[jb], J[ja] * d->efc_D[r], s);
   }
   return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
-}
-
-// sol_tmask[2 p + w]: bit i set where quadratic row q = 32 w + i (< nq <= 64) is non-zero (efc_Jmask) at listed
-// dof p. A warp (SIM_WARP) takes 32 rows per pass, each lane its row's mask, and gathers each dof's bits by one
-// ballot; elsewhere each lane walks the rows for its dofs. Both give the same sets.
-SIM_FN void sim_hessian_qmask(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* list, int k, int nq,
-                              int lane, int nlane) {
-  int* tm = d->sol_tmask;
-  (void)m;
-  if (SIM_WARP && nlane == 32) {
-    for (int base = 0; base < nq; base += 32) {
-      int q = base + lane;
-      unsigned mk[2] = {0, 0};
-      if (q < nq) {
-        int r = d->sol_qrow[q];
-        mk[0] = (unsigned)d->efc_Jmask[2 * r];
-        mk[1] = (unsigned)d->efc_Jmask[2 * r + 1];
-      }
-      for (int p = 0; p < k; p++) {
-        int ja = c->dofs[list ? list[p] : p];
-        unsigned bits = sim_ballot((int)((mk[ja >> 5] >> (ja & 31)) & 1u), lane);
-        if (lane == (p & 31)) {
-          tm[2 * p + (base >> 5)] = (int)bits;
-          if (nq <= 32) tm[2 * p + 1] = 0;
-        }
-      }
-    }
-    SIM_SYNC();
-    return;
-  }
-  for (int p = lane; p < k; p += nlane) {
-    int ja = c->dofs[list ? list[p] : p];
-    unsigned bits[2] = {0, 0};
-    for (int q = 0; q < nq; q++)
-      bits[q >> 5] |= (((unsigned)d->efc_Jmask[2 * d->sol_qrow[q] + (ja >> 5)] >> (ja & 31)) & 1u) << (q & 31);
-    tm[2 * p] = (int)bits[0];
-    tm[2 * p + 1] = (int)bits[1];
-  }
-  SIM_SYNC();
 }
 
 #ifdef __CUDA_ARCH__
@@ -851,21 +799,16 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
 }
 
 // The lower triangle's entries (a, b), b <= a, over the k dofs listed (list NULL: the island's first k), each as
-// sim_hessian_entry sums it over the first nq quadratic rows (where the model keeps efc_Jmask and nq <= 64, over
-// those non-zero at both dofs, sim_hessian_qmask's sets). The lanes take the packed triangle in turn, entry e
+// sim_hessian_entry sums it over the first nq quadratic rows. The lanes take the packed triangle in turn, entry e
 // of row p being e - p (p + 1) / 2, so that no lane waits on a row shorter than the warp; the entries do not
 // depend on each other.
 SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* list, int k, int nq,
                                 int lane, int nlane) {
   int n = c->n, p = 0, base = 0;  // row p of the packed triangle starts at entry base
-  int masked = SIM_JMASK(m) && nq > 0 && nq <= 64;
-  if (masked) sim_hessian_qmask(m, d, c, list, k, nq, lane, nlane);
-  const int* tm = d->sol_tmask;
   for (int e = lane; e < k * (k + 1) / 2; e += nlane) {
     while (e >= base + p + 1) base += ++p;
     int a = list ? list[p] : p, b = list ? list[e - base] : e - base;
-    d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b, masked ? tm + 2 * p : 0,
-                                            masked ? tm + 2 * (e - base) : 0);
+    d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
   }
   SIM_SYNC();
 }
@@ -991,11 +934,9 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   SIM_SYNC();
 }
 
-// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations.
-// ma: sol_Ma already holds M qacc at the island's dofs (sim_warmstart's product at qacc_warmstart: an island's
-// sums are those of the whole product at its dofs, term for term), which MuJoCo recomputes here.
+// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations
 SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
-                             int island, int ma, int lane, int nlane) {
+                             int island, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
   c->dofs = dofs;
@@ -1008,7 +949,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   sim_real* grad = d->sol_grad;
   sim_real* Mgrad = d->sol_Mgrad;
 
-  if (!ma) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
+  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
   for (int q = lane; q < nr; q += nlane) {
     int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
@@ -1078,32 +1019,21 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   return iter;
 }
 
-// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper. Returns 1 where
-// qacc is qacc_warmstart, whose M product sol_Ma then holds (on all dofs). Where SIM_JMASK the row products walk
-// the row's non-zero dofs, ascending, as sim_rowdot does: the same sums.
-SIM_FN_STAGE int sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
+// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
+SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   if (m->disableflags & SIM_DSBL_WARMSTART) {
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
     SIM_SYNC();
-    return 0;
+    return;
   }
   // jar at qacc_warmstart (efc_Jaref) and at qacc_smooth (efc_b, kept in efc_Jv), rows across lanes
   for (int r = lane; r < nefc; r += nlane) {
     const sim_real* J = d->efc_J + (size_t)r * nv;
     sim_real s = 0, t = 0;
-    if (SIM_JMASK(m)) {
-      for (int w = 0; w < 2; w++)
-        for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
-          int j = 32 * w + sim_ctz(bits);
-          s += J[j] * d->qacc_warmstart[j];
-          t += J[j] * d->qacc_smooth[j];
-        }
-    } else {
-      for (int j = 0; j < nv; j++) {
-        s += J[j] * d->qacc_warmstart[j];
-        t += J[j] * d->qacc_smooth[j];
-      }
+    for (int j = 0; j < nv; j++) {
+      s += J[j] * d->qacc_warmstart[j];
+      t += J[j] * d->qacc_smooth[j];
     }
     d->efc_Jaref[r] = s - d->efc_aref[r];
     d->efc_Jv[r] = t - d->efc_aref[r];
@@ -1120,7 +1050,6 @@ SIM_FN_STAGE int sim_warmstart(const SimModel* m, SimWorld* d, const int* allrow
   int smooth = cost_ws > cost_smooth;
   for (int i = lane; i < nv; i += nlane) d->qacc[i] = smooth ? d->qacc_smooth[i] : d->qacc_warmstart[i];
   SIM_SYNC();
-  return !smooth;
 }
 
 // mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once)
@@ -1139,7 +1068,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
   SIM_SYNC();
   for (int r = lane; r < nefc; r += nlane) ident[r] = r;
   SIM_SYNC();
-  int ma = sim_warmstart(m, d, ident, lane, nlane);
+  sim_warmstart(m, d, ident, lane, nlane);
   if (nisland > 0) {
     int nidof = d->island_idofadr[nisland - 1] + d->island_nv[nisland - 1];
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
@@ -1148,14 +1077,14 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
     int niter = 0;
     for (int i = 0; i < nisland; i++)
       niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, ma, lane, nlane);
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
   } else {
     // monolithic: identity dof and row lists in the island maps
     for (int r = lane; r < nefc; r += nlane) d->map_iefc2efc[r] = r;
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
-    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, ma, lane, nlane);
+    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
   }
   SIM_SYNC();
