@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-FN_START = re.compile(r"^(SIM_FN_STAGE|SIM_FN|__global__|static)\b")
+FN_START = re.compile(r"^(SIM_FN_STAGE|SIM_FN_INLINE|SIM_FN|__global__|static)\b")
 FN_NAME = re.compile(r"\b(\w+)\s*\(")
 
 
