@@ -965,16 +965,21 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   }
   sim_real scale = c->scale;
 
-  // zero-iteration certificate with Mgrad = M^-1 grad
-  for (int j = lane; j < m->nv; j += nlane) Mgrad[j] = 0;
-  SIM_SYNC();
-  for (int k = lane; k < n; k += nlane) Mgrad[dofs[k]] = grad[dofs[k]];
-  sim_solveLD(m, Mgrad, d->qLD, d->qLDiagInv, lane, nlane);
-  sim_real gg, gMg;
-  sim_dot2_dofs(grad, Mgrad, dofs, n, &gg, &gMg, lane, nlane);
-  int flg_gap = SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol;
+  // zero-iteration certificate: both the gradient and the gap with Mgrad = M^-1 grad below tol. The gap is
+  // computed only where the gradient test passes (rarely at a solve's start): without it the certificate fails
+  // whatever the gap, and Mgrad is overwritten by the Newton step's solve before anything reads it. gg and gMg
+  // are the bits sim_dot2_dofs gives (each sum as sim_dot_dofs).
+  sim_real gMg, gg = sim_dot_dofs(grad, grad, dofs, n, lane, nlane);
   int flg_gradient = scale * sim_sqrt(gg) < tol;
-  int done = flg_gap && flg_gradient;
+  int done = 0;
+  if (flg_gradient) {
+    for (int j = lane; j < m->nv; j += nlane) Mgrad[j] = 0;
+    SIM_SYNC();
+    for (int k = lane; k < n; k += nlane) Mgrad[dofs[k]] = grad[dofs[k]];
+    sim_solveLD(m, Mgrad, d->qLD, d->qLDiagInv, lane, nlane);
+    gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
+    done = SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol;
+  }
   if (!done) {
     sim_hessian_factor(m, d, c, lane, nlane);
     sim_chol_solve(d, c, lane, nlane);
