@@ -967,8 +967,8 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
 
   // zero-iteration certificate: both the gradient and the gap with Mgrad = M^-1 grad below tol. The gap is
   // computed only where the gradient test passes (rarely at a solve's start): without it the certificate fails
-  // whatever the gap, and Mgrad is overwritten by the Newton step's solve before anything reads it. gg and gMg
-  // are the bits sim_dot2_dofs gives (each sum as sim_dot_dofs).
+  // whatever the gap, and Mgrad is overwritten by the Newton step's solve before anything reads it. The sums are
+  // sim_dot2_dofs's (it forms each as sim_dot_dofs does).
   sim_real gMg, gg = sim_dot_dofs(grad, grad, dofs, n, lane, nlane);
   int flg_gradient = scale * sim_sqrt(gg) < tol;
   int done = 0;
