@@ -364,24 +364,6 @@ SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* do
   return s;
 }
 
-// g . g and g . h over the island's dofs in one lane-sum call (each as sim_dot_dofs sums it)
-SIM_FN void sim_dot2_dofs(const sim_real* g, const sim_real* h, const int* dofs, int n, sim_real* gg, sim_real* gh,
-                          int lane, int nlane) {
-  sim_real part[2 * SIM_LPART], t[2];
-  SIM_PART_LOOP(k, pp, lane, nlane) {
-    sim_real a = 0, b = 0;
-    for (int q = pp; q < n; q += SIM_NPART) {
-      a += g[dofs[q]] * g[dofs[q]];
-      b += g[dofs[q]] * h[dofs[q]];
-    }
-    part[k] = a;
-    part[SIM_LPART + k] = b;
-  }
-  sim_lsum_multi(part, 2, t, lane, nlane);
-  *gg = t[0];
-  *gh = t[1];
-}
-
 // PrimalSearch: exact piecewise-quadratic line search along sol_search; returns alpha and the improvement.
 // PrimalPrepare (Jv and the row quadratics), the search direction's dof dots and the evaluation at alpha = 0
 // share one pass and one lane-sum call. In the bracketed phase the points MuJoCo evaluates one after another
@@ -967,8 +949,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
 
   // zero-iteration certificate: both the gradient and the gap with Mgrad = M^-1 grad below tol. The gap is
   // computed only where the gradient test passes (rarely at a solve's start): without it the certificate fails
-  // whatever the gap, and Mgrad is overwritten by the Newton step's solve before anything reads it. The sums are
-  // sim_dot2_dofs's (it forms each as sim_dot_dofs does).
+  // whatever the gap, and Mgrad is overwritten by the Newton step's solve before anything reads it.
   sim_real gMg, gg = sim_dot_dofs(grad, grad, dofs, n, lane, nlane);
   int flg_gradient = scale * sim_sqrt(gg) < tol;
   int done = 0;
@@ -1009,14 +990,18 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     }
     SIM_SYNC();
     sim_primal_update(m, d, c, lane, nlane);
+    // MuJoCo updates the Hessian and solves for Mgrad before its three stopping tests; the improvement and
+    // gradient tests do not read them, and where either stops the solve (or the iteration limit does) nothing
+    // reads them after it. So those two tests come first, and the update only where the solve goes on or the
+    // decrement decides: the same iterates, iterations and results.
+    sim_real improvement = scale * ls_improvement;
+    sim_real gradient = scale * sim_sqrt(sim_dot_dofs(grad, grad, dofs, n, lane, nlane));
+    iter++;
+    if ((improvement > 0 && improvement < tol) || gradient < tol || iter >= m->iterations) break;
     sim_hessian_incremental(m, d, c, lane, nlane);
     sim_chol_solve(d, c, lane, nlane);
-    sim_real improvement = scale * ls_improvement;
-    sim_dot2_dofs(grad, Mgrad, dofs, n, &gg, &gMg, lane, nlane);
-    sim_real gradient = scale * sim_sqrt(gg);
-    sim_real decrement = SIM_MAX(0, (sim_real)0.5 * scale * gMg);
-    iter++;
-    if ((improvement > 0 && improvement < tol) || gradient < tol || decrement < tol) break;
+    gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
+    if (SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol) break;
     for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
     SIM_SYNC();
   }
