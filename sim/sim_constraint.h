@@ -78,7 +78,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_grad, nv, 1)                                                                     \
   X(sim_real, sol_Mgrad, nv, 1)                                                                    \
   X(sim_real, sol_search, nv, 1)                                                                   \
-  X(sim_real, sol_H, nv, m->nv)       /* island Hessian M + J' D J (lower, island-local); M above */ \
+  X(sim_real, sol_H, nv, m->nv)       /* island Hessian M + J' D J (lower, island-local) */        \
   X(sim_real, sol_L, nv, SIM_SOL_LD(m->nv)) /* factor of sol_H (lower; its transpose above; 1 / L(k, k) on the diagonal), stride SIM_SOL_LD */ \
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_qrow, nefcmax, 1)        /* the island's rows in the quadratic state (Hessian builds) */ \

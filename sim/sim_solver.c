@@ -526,22 +526,6 @@ SIM_FN_STAGE void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx*
   SIM_SYNC();
 }
 
-// The island's M, once per solve: entry (a, b), a > b, stored transposed in sol_H's upper part (b, a), zero
-// where M has none; the diagonal stays in M. An island holds whole trees, whose dofs are contiguous, so the
-// ancestor dof jb of ja sits at island-local b = a - (ja - jb).
-SIM_FN void sim_hessian_M(const SimModel* m, SimWorld* d, const SimSolveCtx* c, int lane, int nlane) {
-  int n = c->n;
-  sim_real* H = d->sol_H;
-  for (int a = 0; a < n; a++)
-    for (int b = a + 1 + lane; b < n; b += nlane) H[a * n + b] = 0;
-  SIM_SYNC();
-  for (int a = 0; a < n; a++) {
-    int ja = c->dofs[a], adr = m->M_rowadr[ja], nnz = m->M_rownnz[ja];
-    for (int q = lane; q < nnz - 1; q += nlane) H[(a - (ja - m->M_colind[adr + q])) * n + a] = d->M[adr + q];
-  }
-  SIM_SYNC();
-}
-
 // The island's rows in the quadratic state, ascending, into sol_qrow (their count returned to every lane) and,
 // with chg, those whose quadratic state changed since efc_oldstate into chg (their count in *nchg). A warp
 // (SIM_WARP) takes 32 rows per pass and places each listed row by a ballot's prefix count; elsewhere lane 0 walks
@@ -578,20 +562,29 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nc
   return d->sol_flag[1];
 }
 
+// M(ja, jb), ja >= jb: the diagonal, or where jb is an ancestor of ja its entry in ja's row, else +0. A row lists
+// the dof's ancestors ascending (mj_makeM's sparsity), the one at depth p at position p, and jb's depth is
+// M_rownnz[jb] - 1: one test of the entry at that position says whether jb is an ancestor.
+SIM_FN_INLINE sim_real sim_M_entry(const SimModel* m, const SimWorld* d, int ja, int jb) {
+  int adr = m->M_rowadr[ja], p = m->M_rownnz[jb] - 1;
+  if (ja == jb) return d->M[adr + p];
+  return p < m->M_rownnz[ja] - 1 && m->M_colind[adr + p] == jb ? d->M[adr + p] : (sim_real)0;
+}
+
 // entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): the nq quadratic rows in
-// ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse), read from
-// sim_hessian_M's copy. Where M has no entry the copy adds +0, which leaves the sum unchanged: it starts at +0
-// and so is never -0. MuJoCo skips a row whose J(r, a) is 0; its term here is a signed zero, which leaves such a
+// ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse; the island lists
+// its dofs ascending, so ja >= jb). Where M has no entry the sum adds +0, which leaves it unchanged: it starts at
+// +0 and so is never -0. MuJoCo skips a row whose J(r, a) is 0; its term here is a signed zero, which leaves such a
 // sum unchanged as well (finite J), and without the test the rows' loads do not wait on each other's.
 SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
-  int nv = m->nv, n = c->n, ja = c->dofs[a], jb = c->dofs[b];
+  int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b];
   sim_real s = 0;
   for (int q = 0; q < nq; q++) {
     int r = d->sol_qrow[q];
     const sim_real* J = d->efc_J + (size_t)r * nv;
     s = sim_fmadd(J[jb], J[ja] * d->efc_D[r], s);
   }
-  return s + (a == b ? d->M[m->M_rowadr[ja] + m->M_rownnz[ja] - 1] : d->sol_H[b * n + a]);
+  return s + sim_M_entry(m, d, ja, jb);
 }
 
 #ifdef __CUDA_ARCH__
@@ -656,7 +649,8 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
     int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
     int col[4] = {k, SIM_MIN(k + 1, n - 1), SIM_MIN(k + 2, n - 1), SIM_MIN(k + 3, n - 1)};
     sim_real a[4], b[4] = {0, 0, 0, 0};
-    for (int c = 0; c < 4; c++) a[c] = H[i0 * n + col[c]];
+    // H's lower triangle only: a lane above a block column (i0 < col) reads its mirror entry, a value it discards
+    for (int c = 0; c < 4; c++) a[c] = H[SIM_MAX(i0, col[c]) * n + SIM_MIN(i0, col[c])];
     sim_chol_chain4(L + i0 * ld, L + col[0] * ld, L + col[1] * ld, L + col[2] * ld, L + col[3] * ld, k, a, shared);
     if (two) {
       for (int c = 0; c < 4; c++) b[c] = H[i1 * n + col[c]];
@@ -795,11 +789,10 @@ SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCt
   SIM_SYNC();
 }
 
-// the island's M copied (kept for the incremental builds that follow) and its quadratic rows listed, then H: every
-// entry as M's alone (+0 + M(a, b), what the row walk gives an entry with a dof that no quadratic row touches),
-// then the entries whose two dofs a quadratic row touches summed over those rows; then L = chol(H)
+// the island's quadratic rows listed, then H: every entry as M's alone (+0 + M(a, b), what the row walk gives an
+// entry with a dof that no quadratic row touches), then the entries whose two dofs a quadratic row touches summed
+// over those rows; then L = chol(H)
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
-  sim_hessian_M(m, d, c, lane, nlane);
   int n = c->n, nq = sim_hessian_rows(d, c, NULL, NULL, lane, nlane);
   int nt = sim_hessian_touched(m, d, c, d->sol_qrow, nq, lane, nlane);
   sim_hessian_entries(m, d, c, NULL, n, 0, lane, nlane);
