@@ -213,12 +213,22 @@ SIM_FN int sim_ballot_append(int* list, int cnt, int pred, int v, int lane) {
 #define SIM_PART_LOOP(k, p, lane, nlane) for (int k = 0, p = (lane); p < SIM_NPART; k++, p += (nlane))
 #endif
 
+// SIM_NO_UNROLL before a loop: compiled as written. For the loops whose trip count is a few at most (a lane's
+// share of a world's dofs or rows), which the GPU compiler otherwise unrolls with remainder code at every
+// inlined call site: code, and instruction fetches, for passes that never run.
+#ifdef __CUDA_ARCH__
+#define SIM_NO_UNROLL _Pragma("unroll 1")
+#else
+#define SIM_NO_UNROLL
+#endif
+
 // out = sum over I in [0, n) of EXPR (an expression in the int I), in the lane-sum order above
 #define SIM_LSUM(out, n, I, EXPR, lane, nlane)                               \
   do {                                                                       \
     sim_real lsum_part_[SIM_LPART];                                          \
     SIM_PART_LOOP(lsum_k_, lsum_p_, lane, nlane) {                           \
       sim_real lsum_s_ = 0;                                                  \
+      SIM_NO_UNROLL                                                          \
       for (int I = lsum_p_; I < (n); I += SIM_NPART) lsum_s_ += (EXPR);      \
       lsum_part_[lsum_k_] = lsum_s_;                                         \
     }                                                                        \

@@ -140,7 +140,9 @@ SIM_FN void sim_island_onetree(const SimModel* m, SimWorld* d, int lane, int nla
     d->island_nefc[0] = nefc;
     d->island_iefcadr[0] = 0;
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = d->map_dof2idof[i] = i;
+  SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) {
     d->efc_island[r] = 0;
     d->map_iefc2efc[r] = r;
@@ -219,6 +221,7 @@ SIM_FN sim_real sim_row_update(SimWorld* d, int i, sim_real x) {
 
 // forces, states and costs of a row list (rows across lanes), synchronized after
 SIM_FN void sim_rows_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int q = lane; q < nr; q += nlane) {
     int i = rows[q];
     d->efc_cost[i] = sim_row_update(d, i, jar[i]);
@@ -319,6 +322,7 @@ SIM_FN void sim_primal_evaln(const SimWorld* d, SimSolveCtx* c, SimPnt* const* p
   SIM_PART_LOOP(k, pp, lane, nlane) {
     if (np == 1) {  // the common case, with constant indices: the sums stay in registers
       sim_real a[6] = {0, 0, 0, 0, 0, 0};
+      SIM_NO_UNROLL
       for (int q = pp; q < c->nr; q += SIM_NPART) sim_row_eval(d, c->rows[q], p[0]->alpha, a);
       for (int v = 0; v < 6; v++) part[v * SIM_LPART + k] = a[v];
       continue;
@@ -326,6 +330,7 @@ SIM_FN void sim_primal_evaln(const SimWorld* d, SimSolveCtx* c, SimPnt* const* p
     sim_real acc[SIM_LS_MAXPNT][6];
     for (int j = 0; j < np; j++)
       for (int v = 0; v < 6; v++) acc[j][v] = 0;
+    SIM_NO_UNROLL
     for (int q = pp; q < c->nr; q += SIM_NPART)
       for (int j = 0; j < np; j++) sim_row_eval(d, c->rows[q], p[j]->alpha, acc[j]);
     for (int j = 0; j < np; j++)
@@ -384,6 +389,7 @@ SIM_FN_STAGE sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolve
   p0.alpha = 0;
   SIM_PART_LOOP(k, pp, lane, nlane) {
     sim_real vv = 0, vMa = 0, fv = 0, vMv = 0;
+    SIM_NO_UNROLL
     for (int q = pp; q < n; q += SIM_NPART) {
       int j = dofs[q];
       vv += v[j] * v[j];
@@ -392,6 +398,7 @@ SIM_FN_STAGE sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolve
       vMv += v[j] * d->sol_Mv[j];
     }
     sim_real acc[6] = {0, 0, 0, 0, 0, 0};
+    SIM_NO_UNROLL
     for (int q = pp; q < c->nr; q += SIM_NPART) {
       int i = c->rows[q];
       sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
@@ -758,6 +765,7 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
     SIM_SYNC();
     return cnt;
   }
+  SIM_NO_UNROLL
   for (int a = lane; a < c->n; a += nlane) {
     int ja = c->dofs[a], t = 0;
     for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
@@ -781,6 +789,7 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
 SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* list, int k, int nq,
                                 int lane, int nlane) {
   int n = c->n, p = 0, base = 0;  // row p of the packed triangle starts at entry base
+  SIM_NO_UNROLL
   for (int e = lane; e < k * (k + 1) / 2; e += nlane) {
     while (e >= base + p + 1) base += ++p;
     int a = list ? list[p] : p, b = list ? list[e - base] : e - base;
@@ -891,6 +900,7 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
     return;
   }
   sim_real* res = d->sol_Mgrad;  // solved in place, island entry i at dof dofs[i]
+  SIM_NO_UNROLL
   for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
@@ -925,6 +935,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   sim_real* Mgrad = d->sol_Mgrad;
 
   sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
+  SIM_NO_UNROLL
   for (int q = lane; q < nr; q += nlane) {
     int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
@@ -947,8 +958,10 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   int flg_gradient = scale * sim_sqrt(gg) < tol;
   int done = 0;
   if (flg_gradient) {
+    SIM_NO_UNROLL
     for (int j = lane; j < m->nv; j += nlane) Mgrad[j] = 0;
     SIM_SYNC();
+    SIM_NO_UNROLL
     for (int k = lane; k < n; k += nlane) Mgrad[dofs[k]] = grad[dofs[k]];
     sim_solveLD(m, Mgrad, d->qLD, d->qLDiagInv, lane, nlane);
     gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
@@ -960,6 +973,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane)) < tol;
   }
   if (!done)
+    SIM_NO_UNROLL
     for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
   SIM_SYNC();
 
@@ -971,11 +985,13 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     if (lane == 0) d->solver_nls[0] += c->LSiter;
     SIM_SYNC();  // every lane is done reading the search data before it changes
     if (alpha == 0) break;
+    SIM_NO_UNROLL
     for (int k = lane; k < n; k += nlane) {
       int j = dofs[k];
       d->qacc[j] += alpha * d->sol_search[j];
       d->sol_Ma[j] += alpha * d->sol_Mv[j];
     }
+    SIM_NO_UNROLL
     for (int q = lane; q < nr; q += nlane) {
       int r = rows[q];
       d->efc_Jaref[r] += alpha * d->efc_Jv[r];
@@ -995,6 +1011,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     sim_chol_solve(d, c, lane, nlane);
     gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
     if (SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol) break;
+    SIM_NO_UNROLL
     for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
     SIM_SYNC();
   }
@@ -1006,11 +1023,13 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
 SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   if (m->disableflags & SIM_DSBL_WARMSTART) {
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
     SIM_SYNC();
     return;
   }
   // jar at qacc_warmstart (efc_Jaref) and at qacc_smooth (efc_b, kept in efc_Jv), rows across lanes
+  SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) {
     const sim_real* J = d->efc_J + (size_t)r * nv;
     sim_real s = 0, t = 0;
@@ -1031,6 +1050,7 @@ SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allro
   SIM_SYNC();
   sim_real cost_smooth = sim_constraint_update(d, allrows, nefc, d->efc_Jv, lane, nlane);
   int smooth = cost_ws > cost_smooth;
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) d->qacc[i] = smooth ? d->qacc_smooth[i] : d->qacc_warmstart[i];
   SIM_SYNC();
 }
@@ -1038,9 +1058,11 @@ SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allro
 // mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once)
 SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) d->qfrc_constraint[i] = 0;
   if (lane == 0) d->solver_niter[0] = 0, d->solver_nls[0] = 0;
   if (nefc == 0) {
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
     SIM_SYNC();
     return;
@@ -1049,6 +1071,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
   int nisland = d->nisland[0];
   int* ident = d->efc_oldstate;
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) ident[r] = r;
   SIM_SYNC();
   sim_warmstart(m, d, ident, lane, nlane);
@@ -1064,7 +1087,9 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
     if (lane == 0) d->solver_niter[0] = niter;
   } else {
     // monolithic: identity dof and row lists in the island maps
+    SIM_NO_UNROLL
     for (int r = lane; r < nefc; r += nlane) d->map_iefc2efc[r] = r;
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
     int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, lane, nlane);
