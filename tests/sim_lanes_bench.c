@@ -1,4 +1,4 @@
-// sim_lanes_lafan1: the warp forms (shuffles, ballots, lane sums: tests/sim_lanes.c, threads as lanes) on the
+// sim_lanes_bench: the warp forms (shuffles, ballots, lane sums: tests/sim_lanes.c, threads as lanes) on the
 // G1 states of `adjoint bench sim --states lafan1`, in float32, the GPU's arithmetic. Each state: one control
 // step (4 substeps), then a recorded one and its backward with a fixed cotangent, by 1, 5 and 32 lanes; the
 // state, warm start and cotangents must be the same bits. The other lanes checks use random states (one a
@@ -27,14 +27,14 @@ int main(void) {
   char path[1024], err[4096];
   if (sim_find_asset("g1/scene_flat.xml", path, sizeof(path)) ||
       sim_find_asset("lafan1_g1/MANIFEST.tsv", err, sizeof(err))) {
-    printf("sim_lanes_lafan1: G1 model or LAFAN1 clips not on the asset path: skipped\n");
+    printf("sim_lanes_bench: G1 model or LAFAN1 clips not on the asset path: skipped\n");
     return TEST_SKIP;
   }
   SimLoadOptions opt;
   sim_load_options_default(&opt);
   void* mj = NULL;
   if (sim_load_mjcf(path, &opt, &mj, err, sizeof(err))) {
-    fprintf(stderr, "sim_lanes_lafan1: %s\n", err);
+    fprintf(stderr, "sim_lanes_bench: %s\n", err);
     return 1;
   }
   BenchStates st;
@@ -50,7 +50,7 @@ int main(void) {
     rc = sim_adjoint_enable(m, NSUB) || sim_data_create(m, 3, &d);
     TEST_CHECK(!rc, "adjoint enable or data create failed");
   }
-  if (rc) return test_report("sim_lanes_lafan1");
+  if (rc) return test_report("sim_lanes_bench");
   const int nq = m->nq, nv = m->nv, nu = m->nu, lanes[3] = {1, 5, 32};
   int ndiff = 0, nrows = 0, nefc = 0, niter = 0;
   for (int s = 0; s < NSTATE; s++) {
@@ -80,12 +80,12 @@ int main(void) {
   // the states must exercise the solver: ground contacts in most, Newton iterations
   TEST_CHECK(nrows >= NSTATE / 2, "only %d of %d states end with constraint rows", nrows, NSTATE);
   TEST_CHECK(niter > 0, "no Newton iterations");
-  printf("sim_lanes_lafan1: %d G1 LAFAN1 states (%s), float32, lanes 1/5/32: %d differ; %d end with rows (mean nefc "
+  printf("sim_lanes_bench: %d G1 LAFAN1 states (%s), float32, lanes 1/5/32: %d differ; %d end with rows (mean nefc "
          "%.1f, Newton iterations %.1f in the last substep)\n",
          NSTATE, st.source, ndiff, nrows, (double)nefc / NSTATE, (double)niter / NSTATE);
   sim_data_free(d);
   sim_model_free(m);
   bench_states_free(&st);
   sim_free_mjmodel(mj);
-  return test_report("sim_lanes_lafan1");
+  return test_report("sim_lanes_bench");
 }
