@@ -25,12 +25,15 @@ SIM_FN sim_real sim_ctrl_clamped(const SimModel* m, const SimWorld* d, int a, in
 SIM_FN_STAGE void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int nu = m->nu;
   if (nu == 0 || (m->disableflags & SIM_DSBL_ACTUATION)) {
+    SIM_NO_UNROLL
     for (int a = lane; a < nu; a += nlane) d->actuator_force[a] = 0;
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) d->qfrc_actuator[i] = 0;
     SIM_SYNC();
     return;
   }
   int bad = sim_ctrl_bad(m, d);
+  SIM_NO_UNROLL
   for (int a = lane; a < nu; a += nlane) {
     sim_real len = d->actuator_length[a], vel = d->actuator_velocity[a];
     const sim_real* gp = m->actuator_gainprm + 3 * a;
@@ -47,6 +50,7 @@ SIM_FN_STAGE void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nl
   SIM_SYNC();
   // qfrc_actuator = moment' force, one dof per lane: its entries in actuator order (MuJoCo's summation order),
   // then the joint's actuator-force clamp (on the joint's first dof)
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     sim_real f = 0;
     for (int q = m->dof_momadr[i]; q < m->dof_momadr[i] + m->dof_momnum[i]; q++) {
@@ -65,6 +69,7 @@ SIM_FN_STAGE void sim_actuation(const SimModel* m, SimWorld* d, int lane, int nl
 
 // qfrc_smooth = passive - bias + applied + actuator
 SIM_FN_STAGE void sim_qfrc_smooth(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->qfrc_smooth[i] = d->qfrc_passive[i] - d->qfrc_bias[i] + d->qfrc_applied[i] + d->qfrc_actuator[i];
     d->qacc_smooth[i] = d->qfrc_smooth[i];

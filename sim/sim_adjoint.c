@@ -37,6 +37,7 @@ SIM_FN void sim_adj_zero_eval(const SimModel* m, SimWorld* d, int lane, int nlan
 SIM_FN void sim_adj_smooth(const SimModel* m, SimWorld* d, const int* flags, int lane, int nlane) {
   const sim_real* tbar = d->adj_qfrc_smooth;  // = passive-bar = actuator-bar = applied-bar = -bias-bar
   sim_adj_actuation(m, d, tbar, flags, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) d->adj_tmp[i] = -tbar[i];
   SIM_SYNC();
   sim_adj_rne(m, d, d->adj_tmp, lane, nlane);
@@ -59,11 +60,14 @@ SIM_FN int sim_adj_euler_damped(const SimModel* m) {
 
 // copy tape entry k into the world's state
 SIM_FN void sim_adj_load(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nq; i += nlane) d->qpos[i] = d->tape_qpos[(size_t)k * m->nq + i];
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->qvel[i] = d->tape_qvel[(size_t)k * m->nv + i];
     d->qacc_warmstart[i] = d->tape_warm[(size_t)k * m->nv + i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nu; i += nlane) {
     d->ctrl[i] = d->tape_ctrl[(size_t)k * m->nu + i];
     d->adj_flags[i] = d->tape_flags[(size_t)k * m->nu + i];
@@ -79,13 +83,16 @@ SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, i
   int ncon = d->ncon[0], nefc = d->nefc[0];
   sim_real* con = d->tape_con + (size_t)k * m->nconmax * 10;
   int* id = d->tape_con_id + (size_t)k * m->nconmax * 2;
+  SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane) {
     int p = d->contact_pair[c], slot = m->pair_conadr[p] + c - d->col_pair_adr[p];
     for (int i = 0; i < 10; i++) con[10 * c + i] = d->col_slot[10 * slot + i];
     id[2 * c] = p;
     id[2 * c + 1] = d->contact_witness[c];
   }
+  SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) d->tape_jaref[(size_t)k * m->nefcmax + r] = d->efc_Jaref[r];
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->tape_qacc[(size_t)k * m->nv + i] = d->qacc[i];
     d->tape_qfrc_con[(size_t)k * m->nv + i] = d->qfrc_constraint[i];
@@ -100,10 +107,12 @@ SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, i
 SIM_FN_STAGE void sim_adj_tape_factor(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   int nM = m->nM, nv = m->nv;
   sim_real* t = d->tape_factor + (size_t)k * (2 * nM + 3 * nv);
+  SIM_NO_UNROLL
   for (int i = lane; i < nM; i += nlane) {
     t[i] = d->qLD[i];
     t[nM + nv + i] = d->qH[i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     t[nM + i] = d->qLDiagInv[i];
     t[2 * nM + nv + i] = d->qHDiagInv[i];
@@ -118,7 +127,9 @@ SIM_FN void sim_adj_load_factor(const SimModel* m, SimWorld* d, int k, int which
   const sim_real* t = d->tape_factor + (size_t)k * (2 * nM + 3 * nv) + which * (nM + nv);
   sim_real* L = which ? d->qH : d->qLD;
   sim_real* Dinv = which ? d->qHDiagInv : d->qLDiagInv;
+  SIM_NO_UNROLL
   for (int i = lane; i < nM; i += nlane) L[i] = t[i];
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     Dinv[i] = t[nM + i];
     if (which) d->qacc_int[i] = t[nM + nv + i];
@@ -160,14 +171,17 @@ SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, i
   SIM_SYNC();
   const sim_real* con = d->tape_con + (size_t)k * m->nconmax * 10;
   const int* id = d->tape_con_id + (size_t)k * m->nconmax * 2;
+  SIM_NO_UNROLL
   for (int c = lane; c < d->ncon[0]; c += nlane) simc_set_contact(m, d, c, id[2 * c], con + 10 * c, id[2 * c + 1]);
   SIM_SYNC();
   sim_forward_forces(m, d, lane, nlane);
   sim_make_rows(m, d, lane, nlane);
+  SIM_NO_UNROLL
   for (int r = lane; r < d->nefc[0]; r += nlane) {
     d->efc_Jaref[r] = d->tape_jaref[(size_t)k * m->nefcmax + r];
     d->efc_cost[r] = sim_row_update(d, r, d->efc_Jaref[r]);
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->qacc[i] = d->tape_qacc[(size_t)k * m->nv + i];
     d->qfrc_constraint[i] = d->tape_qfrc_con[(size_t)k * m->nv + i];
@@ -192,6 +206,7 @@ SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int
   int damped = implicitfast || sim_adj_euler_damped(m);
   sim_adj_load_factor(m, d, k, 1, lane, nlane);  // qH, qacc_int as the integrator left them
   sim_adj_zero_eval(m, d, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     d->adj_vnew[i] = d->qvel[i] + d->qacc_int[i] * h;  // as sim_advance
     d->adj_tmp[i] = d->adj_qvel[i];                    // cotangent of the new qvel
@@ -199,6 +214,7 @@ SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int
   SIM_SYNC();
   // qpos' = qpos (+) h qvel': adj_dq collects the input-qpos part, adj_tmp the qvel' part
   sim_adj_integratePos(m, d->adj_vnew, h, d->adj_qpos, d->adj_dq, d->adj_tmp, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     d->adj_dv[i] += d->adj_tmp[i];        // qvel' = qvel + h a_int
     d->adj_qacc_int[i] = h * d->adj_tmp[i];
@@ -206,6 +222,7 @@ SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int
   }
   SIM_SYNC();
   if (!damped) {
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->adj_qacc[i] = d->adj_qacc_int[i];
     SIM_SYNC();
   } else {
@@ -214,6 +231,7 @@ SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int
     if (implicitfast) sim_adj_freebody(m, d, lane, nlane);
     sim_mulM(m, d->M, d->adj_qacc, d->adj_y, lane, nlane);
     // position term: M-bar += sym(y (a - a_int)')
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->adj_vnew[i] = d->qacc[i] - d->qacc_int[i];
     SIM_SYNC();
     sim_adj_M_outer(m, d->adj_M, d->adj_y, d->adj_vnew, 1, lane, nlane);
@@ -229,10 +247,12 @@ SIM_FN_STAGE void sim_adj_substep_pre(const SimModel* m, SimWorld* d, int k, int
 
 // last part: the input's cotangents and the control's
 SIM_FN void sim_adj_substep_post(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->adj_qpos[i] = d->adj_dq[i];
     d->adj_qvel[i] = d->adj_dv[i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nu; i += nlane) d->adj_ctrl[i] += d->adj_du[i];
   SIM_SYNC();
 }
@@ -258,8 +278,10 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
   sim_forward_world(m, d, lane, nlane);
   sim_rk4_world(m, d, lane, nlane);  // Xv, F, final dXv (qacc_int); advances the state: reloaded below
   sim_adj_load(m, d, k, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < 4 * nv; i += nlane) Xvbar[i] = 0;
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     d->adj_rk_dq[i] = 0;
     d->adj_rk_dv[i] = d->adj_qvel[i];  // qvel' = v0 + h sum B_j F_j
@@ -270,6 +292,7 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
   SIM_SYNC();
   // qpos' = q0 (+) h sum_j B_j Xv_j
   sim_adj_integratePos(m, d->adj_vnew, h, d->adj_qpos, d->adj_rk_dq, d->adj_tmp, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane)
     for (int j = 0; j < 4; j++) Xvbar[j * nv + i] += B[j] * d->adj_tmp[i];
   SIM_SYNC();
@@ -277,6 +300,7 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
     // stage state: q_s = q0 (+) h sum_{j<s} A_sj Xv_j, v_s = Xv_s
     sim_adj_load(m, d, k, lane, nlane);
     if (s > 0) {
+      SIM_NO_UNROLL
       for (int i = lane; i < nv; i += nlane) {
         sim_real a = 0;
         for (int j = 0; j < s; j++) a += Xv[j * nv + i] * A[(s - 1) * 3 + j];
@@ -288,32 +312,39 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
     }
     sim_forward_world(m, d, lane, nlane);
     if (s > 0) {  // decisions at the stage state (the tape holds the first evaluation's)
+      SIM_NO_UNROLL
       for (int a = lane; a < m->nu; a += nlane)
         d->adj_flags[a] = sim_adj_actuator_flag(m, d->ctrl, a, d->actuator_length[a], d->actuator_velocity[a],
                                                 sim_ctrl_bad(m, d));
       SIM_SYNC();
     }
     sim_adj_zero_eval(m, d, lane, nlane);
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->adj_qacc[i] = Fbar[s * nv + i];
     SIM_SYNC();
     sim_adj_eval(m, d, lane, nlane);
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nu; i += nlane) d->adj_ctrl[i] += d->adj_du[i];
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) {
       Xvbar[s * nv + i] += d->adj_dv[i];
       d->adj_tmp[i] = 0;
     }
     SIM_SYNC();
     if (s > 0) {
+      SIM_NO_UNROLL
       for (int i = lane; i < nv; i += nlane) {  // v_s = v0 + h sum_{j<s} A_sj F_j
         d->adj_rk_dv[i] += Xvbar[s * nv + i];
         for (int j = 0; j < s; j++) Fbar[j * nv + i] += h * A[(s - 1) * 3 + j] * Xvbar[s * nv + i];
       }
       SIM_SYNC();
       sim_adj_integratePos(m, d->adj_vnew, h, d->adj_dq, d->adj_rk_dq, d->adj_tmp, lane, nlane);
+      SIM_NO_UNROLL
       for (int i = lane; i < nv; i += nlane)
         for (int j = 0; j < s; j++) Xvbar[j * nv + i] += A[(s - 1) * 3 + j] * d->adj_tmp[i];
       SIM_SYNC();
     } else {
+      SIM_NO_UNROLL
       for (int i = lane; i < nv; i += nlane) {
         d->adj_rk_dq[i] += d->adj_dq[i];
         d->adj_rk_dv[i] += Xvbar[i];  // Xv_0 = v0
@@ -321,6 +352,7 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
       SIM_SYNC();
     }
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     d->adj_qpos[i] = d->adj_rk_dq[i];
     d->adj_qvel[i] = d->adj_rk_dv[i];
@@ -334,11 +366,14 @@ SIM_FN int sim_tape_push(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int k = d->tape_n[0];
   if (k >= m->ntape) k = -1;
   if (k >= 0) {
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nq; i += nlane) d->tape_qpos[(size_t)k * m->nq + i] = d->qpos[i];
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) {
       d->tape_qvel[(size_t)k * m->nv + i] = d->qvel[i];
       d->tape_warm[(size_t)k * m->nv + i] = d->qacc_warmstart[i];
     }
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nu; i += nlane) d->tape_ctrl[(size_t)k * m->nu + i] = d->ctrl[i];
     sim_adj_flags_state(m, d->qpos, d->qvel, d->ctrl, d->tape_flags + (size_t)k * m->nu, lane, nlane);
     SIM_SYNC();
@@ -367,11 +402,14 @@ SIM_FN void sim_control_step_world(const SimModel* m, SimWorld* d, int nsub, int
 
 // The control-step backward keeps the world's state: saved before the substeps' backward, restored after
 SIM_FN void sim_adj_save_state(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nq; i += nlane) d->adj_save_qpos[i] = d->qpos[i];
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->adj_save_qvel[i] = d->qvel[i];
     d->adj_save_warm[i] = d->qacc_warmstart[i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nu; i += nlane) {
     d->adj_save_ctrl[i] = d->ctrl[i];
     d->adj_ctrl[i] = 0;
@@ -380,11 +418,14 @@ SIM_FN void sim_adj_save_state(const SimModel* m, SimWorld* d, int lane, int nla
   SIM_SYNC();
 }
 SIM_FN void sim_adj_restore_state(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nq; i += nlane) d->qpos[i] = d->adj_save_qpos[i];
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->qvel[i] = d->adj_save_qvel[i];
     d->qacc_warmstart[i] = d->adj_save_warm[i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nu; i += nlane) d->ctrl[i] = d->adj_save_ctrl[i];
   if (lane == 0) d->time[0] = d->adj_save_time[0];
   SIM_SYNC();

@@ -32,6 +32,7 @@ SIM_FN void sim_adj_flags_state(const SimModel* m, const sim_real* qpos, const s
                                 int* flags, int lane, int nlane) {
   int bad = 0;
   for (int i = 0; i < m->nu; i++) bad |= simu_isbad(ctrl[i]);
+  SIM_NO_UNROLL
   for (int a = lane; a < m->nu; a += nlane) {
     int id = m->actuator_trnid[a];
     sim_real len;
@@ -55,6 +56,7 @@ SIM_FN void sim_adj_flags_state(const SimModel* m, const sim_real* qpos, const s
 SIM_FN_STAGE void sim_adj_actuation(const SimModel* m, SimWorld* d, const sim_real* qbar, const int* flags, int lane,
                               int nlane) {
   if (m->nu > 0 && !(m->disableflags & SIM_DSBL_ACTUATION)) {
+    SIM_NO_UNROLL
     for (int a = lane; a < m->nu; a += nlane) {
       int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
       sim_real fbar = 0;

@@ -43,6 +43,7 @@ SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
 // per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
+  SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) {
     sim_real* co = d->adj_efc + SIM_ADJ_EFC * r;
     const sim_real* J = d->efc_J + (size_t)r * nv;
@@ -103,6 +104,7 @@ SIM_FN void sim_adj_limit_rows(const SimModel* m, SimWorld* d, const sim_real* l
 
 // first row of each contact in adj_map (-1: a contact without rows); lane 0, O(nefc)
 SIM_FN void sim_adj_contact_rows(const SimModel* m, SimWorld* d, int* conrow, int ncon, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane) conrow[c] = -1;
   SIM_SYNC();
   if (lane == 0)
@@ -206,6 +208,7 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
   if (ncon == 0) return;
   int* conrow = d->adj_map + m->nv + m->nefcmax;
   sim_adj_contact_rows(m, d, conrow, ncon, lane, nlane);
+  SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane)
     if (conrow[c] >= 0) sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
   SIM_SYNC();
@@ -217,6 +220,7 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
   for (int c = 0; c < ncon; c++) {
     if (conrow[c] < 0) continue;
     const sim_real* cb = d->adj_con + (size_t)SIM_ADJ_CON * c;
+    SIM_NO_UNROLL
     for (int k = lane; k < 16; k += nlane) {
       if (k == 12) {
         // sliding friction: to the geom it was mixed from (dynamic pairs; not where clamped to mjMINMU)
@@ -242,6 +246,7 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
     }
   }
   // cdof-bar of dof i: jacp column p = lin + ang x off gets p-bar = +X_i (chain of b2), -X_i (chain of b1)
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     sim_real* cb = d->adj_cdof + 6 * i;
     for (int c = 0; c < ncon; c++) {
@@ -275,6 +280,7 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
   int nv = m->nv, nefc = d->nefc[0];
   sim_real* lambda = d->adj_tmp;
   if (nefc == 0) {  // H = M: reuse the forward's LDL' factor
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->adj_qacc[i];
     SIM_SYNC();
     sim_solveLD(m, lambda, d->qLD, d->qLDiagInv, lane, nlane);
@@ -282,10 +288,12 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
     // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L
     if (lane == 0) d->adj_nconstraint[0]++;
     int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) {
       ident[i] = i;
       d->sol_grad[i] = d->adj_qacc[i];
     }
+    SIM_NO_UNROLL
     for (int r = lane; r < nefc; r += nlane) ident[nv + r] = r;
     SIM_SYNC();
     SimSolveCtx ctx;
@@ -295,8 +303,10 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
     ctx.nr = nefc;
     sim_hessian_factor(m, d, &ctx, lane, nlane);
     sim_chol_solve(d, &ctx, lane, nlane);
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->sol_Mgrad[i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) d->adj_qfrc_smooth[i] += lambda[i];
   SIM_SYNC();
   sim_adj_M_outer(m, d->adj_M, lambda, d->qacc, -1, lane, nlane);

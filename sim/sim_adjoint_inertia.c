@@ -8,6 +8,7 @@
 // Mbar += scale * sym(u v') on M's lower CSR pattern (rows across lanes)
 SIM_FN void sim_adj_M_outer(const SimModel* m, sim_real* Mbar, const sim_real* u, const sim_real* v, sim_real scale,
                             int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
     for (int k = adr; k < diag; k++) {
@@ -69,10 +70,13 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
     }
     SIM_SYNC();
   }
+  SIM_NO_UNROLL
   for (int k = lane; k < 10 * m->nbody; k += nlane) crbbar[k] = 0;
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) simu_mulInertVec(buf + 6 * i, d->crb + 10 * m->dof_bodyid[i], d->cdof + 6 * i);
   // bufbar_i = sum over row i's entries (i, j), last first, of M-bar(i,j) cdof_j: rows and components across
   // lanes (rows differ in length by their depth; each component sums its terms in the same order)
+  SIM_NO_UNROLL
   for (int t = lane; t < 6 * nv; t += nlane) {
     int i = t / 6, e = t % 6, adr = m->M_rowadr[i];
     sim_real bb = 0;
@@ -83,6 +87,7 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
   // cdof_j-bar += sum over rows i >= j holding column j of M-bar(i,j) buf_i, ascending in i: j itself (its
   // diagonal), then its descendants (the rows that can hold column j: one subtree, contiguous ids); columns
   // and components across lanes
+  SIM_NO_UNROLL
   for (int t = lane; t < 6 * nv; t += nlane) {
     int j = t / 6, e = t % 6;
     sim_real acc = d->adj_cdof[t] + d->adj_M[m->M_rowadr[j] + m->M_rownnz[j] - 1] * buf[t];
@@ -109,6 +114,7 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
   // (a level's bodies and their 10 components across lanes)
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int k = lane; k < 10 * num; k += nlane) {
       int i = m->level_body[adr + k / 10], e = k % 10;
       int p = m->body_parentid[i];

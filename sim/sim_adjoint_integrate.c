@@ -13,6 +13,7 @@
 // qpos), velbar += . Quaternions: q' = q exp(h w): d' = R(hw)' d + Jr(hw) h dw (body frame).
 SIM_FN void sim_adj_integratePos(const SimModel* m, const sim_real* vel, sim_real h, const sim_real* qbar_out,
                                  sim_real* qbar_in, sim_real* velbar, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int j = lane; j < m->njnt; j += nlane) {
     int vadr = m->jnt_dofadr[j], type = m->jnt_type[j];
     int nlin = type == SIM_JNT_FREE ? 3 : (type == SIM_JNT_BALL ? 0 : 1);
@@ -75,6 +76,7 @@ SIM_FN_STAGE void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flag
   sim_real h = m->timestep;
   // actuators and dofs across lanes (each adj_du / adj_dv entry gets one term here), tendons on lane 0 after
   if (!(m->disableflags & SIM_DSBL_ACTUATION)) {
+    SIM_NO_UNROLL
     for (int u = lane; u < m->nu; u += nlane) {
       if (flags[u] & SIM_ADJ_FORCE_CLAMPED) continue;
       if (m->actuator_gaintype[u] != SIM_GAIN_AFFINE || m->actuator_gainprm[3 * u + 2] == 0) continue;
@@ -84,6 +86,7 @@ SIM_FN_STAGE void sim_adj_qDeriv(const SimModel* m, SimWorld* d, const int* flag
     }
   }
   if (!(m->disableflags & SIM_DSBL_DAMPER)) {
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane)
       d->adj_dv[i] -= h * simu_adj_dampDeriv2(m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i]) * y[i] * a[i];
   }
@@ -121,6 +124,7 @@ SIM_FN void sim_adj_freebias_G(const SimModel* m, const SimWorld* d, int jnt, co
 // free blocks: y_b = A^-T a_int-bar_b (overwrites adj_y there) and theta-bar -= h d_theta[y_b' G a_b]
 SIM_FN void sim_adj_freebody(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real h = m->timestep;
+  SIM_NO_UNROLL
   for (int j = lane; j < m->njnt; j += nlane) {
     if (!m->jnt_freebody[j]) continue;
     int adr = m->jnt_dofadr[j], body = m->jnt_bodyid[j];

@@ -98,6 +98,7 @@ SIM_FN_STAGE void sim_adj_kinematics(const SimModel* m, SimWorld* d, int lane, i
     simu_add3(d->adj_body_ipos + 3 * b, d->adj_body_ipos + 3 * b, t);
   }
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int k = lane; k < 6 * m->nbody; k += nlane) W[k] = 0;
   SIM_SYNC();
   for (int b = 1 + lane; b < m->nbody; b += nlane) {
@@ -118,6 +119,7 @@ SIM_FN_STAGE void sim_adj_kinematics(const SimModel* m, SimWorld* d, int lane, i
     int adr = m->level_adr[l], num = m->level_num[l];
     sim_gather_level(m, W, 6, l, 0, lane, nlane);  // children (one level deeper, complete)
     SIM_SYNC();
+    SIM_NO_UNROLL
     for (int k = lane; k < num; k += nlane) {
       int b = m->level_body[adr + k];
       sim_real* Wb = W + 6 * b;
@@ -219,6 +221,7 @@ SIM_FN_STAGE void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int n
   SIM_SYNC();
   // gather into each root's subtree_com cotangent, then scale: subtree_com_p = sum m_k xipos_k / M_p (bodies
   // and their 3 components across lanes: a model has few roots, each gathers over every joint and body)
+  SIM_NO_UNROLL
   for (int t = lane; t < 3 * nbody; t += nlane) {
     int p = t / 3, c = t % 3;
     sim_real v = cbar[t];
@@ -244,6 +247,7 @@ SIM_FN_STAGE void sim_adj_comPos(const SimModel* m, SimWorld* d, int lane, int n
   SIM_SYNC();
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int k = lane; k < num; k += nlane) {
       int i = m->level_body[adr + k], p = m->body_parentid[i];
       T[6 * i] = T[6 * p] + simu_dot3(cbar + 3 * i, d->subtree_com + 3 * i);
@@ -273,6 +277,7 @@ SIM_FN_STAGE void sim_adj_tendon_transmission(const SimModel* m, SimWorld* d, in
   } else {
     // joint transmissions only: per dof across lanes, its actuators ascending (a joint transmission's moment
     // includes its joint's first dof, so the dof's moment list names every actuator that lands there)
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane)
       for (int e = m->dof_momadr[i]; e < m->dof_momadr[i] + m->dof_momnum[i]; e++) {
         int a = m->dof_moment[2 * e + 1];

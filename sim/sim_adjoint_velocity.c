@@ -56,6 +56,7 @@ SIM_FN_STAGE void sim_adj_tendon_actuator_velocity(const SimModel* m, SimWorld* 
     SIM_SYNC();
   }
   // the actuators' terms after the tendons', per dof across lanes from its moment entries (in actuator order)
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane)
     for (int e = m->dof_momadr[i]; e < m->dof_momadr[i] + m->dof_momnum[i]; e++)
       d->adj_dv[i] += m->moment_val[m->dof_moment[2 * e]] * d->adj_actuator_velocity[m->dof_moment[2 * e + 1]];
@@ -114,6 +115,7 @@ SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int n
   // (the dot into adj_dv, the crossMotion terms into adj_cdof) follow per dof from the saved cotangents.
   for (int l = m->nlevel - 1; l >= 1; l--) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int t = lane; t < 6 * num; t += nlane) {
       int i = m->level_body[adr + t / 6], e = t % 6;
       sim_real c = d->adj_cvel[6 * i + e];
@@ -142,6 +144,7 @@ SIM_FN_STAGE void sim_adj_comVel(const SimModel* m, SimWorld* d, int lane, int n
     }
     SIM_SYNC();
   }
+  SIM_NO_UNROLL
   for (int dof = lane; dof < m->nv; dof += nlane) {
     const sim_real* cdof = d->cdof + 6 * dof;
     d->adj_dv[dof] += simu_dot(cdof, cbar_dof + 6 * dof, 6);
@@ -158,6 +161,7 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
   const sim_real* cfrc = d->scratch_body6 + 6 * m->nbody;
   sim_real* caccbar = d->adj_cacc;
   sim_real* cfrcbar = d->adj_cfrc;
+  SIM_NO_UNROLL
   for (int k = lane; k < 6 * m->nbody; k += nlane) caccbar[k] = cfrcbar[k] = 0;
   SIM_SYNC();
   for (int b = 1 + lane; b < m->nbody; b += nlane) {  // per body: its dofs write its cfrc cotangent
@@ -172,6 +176,7 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
   // cfrc was summed into parents (world excluded): push the cotangent down, parents first
   for (int l = 2; l < m->nlevel; l++) {  // a level's bodies and their 6 components across lanes
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int k = lane; k < 6 * num; k += nlane) {
       int i = m->level_body[adr + k / 6], e = k % 6;
       cfrcbar[6 * i + e] += cfrcbar[6 * m->body_parentid[i] + e];
@@ -201,10 +206,12 @@ SIM_FN_STAGE void sim_adj_rne(const SimModel* m, SimWorld* d, const sim_real* bb
     sim_gather_level(m, caccbar, 6, l, 0, lane, nlane);
     SIM_SYNC();
   }
+  SIM_NO_UNROLL
   for (int k = lane; k < 6 * m->nv; k += nlane) {
     int j = k / 6;
     d->adj_cdof_dot[k] += caccbar[6 * m->dof_bodyid[j] + k % 6] * d->qvel[j];
   }
+  SIM_NO_UNROLL
   for (int j = lane; j < m->nv; j += nlane)
     d->adj_dv[j] += simu_dot(d->cdof_dot + 6 * j, caccbar + 6 * m->dof_bodyid[j], 6);
   SIM_SYNC();
@@ -216,6 +223,7 @@ SIM_FN_STAGE void sim_adj_passive(const SimModel* m, SimWorld* d, const sim_real
   int enbl_damper = !(m->disableflags & SIM_DSBL_DAMPER);
   if (!enbl_spring && !enbl_damper) return;
   if (enbl_spring) {
+    SIM_NO_UNROLL
     for (int j = lane; j < m->njnt; j += nlane) {
       sim_real stiffness = m->jnt_stiffness[j];
       const sim_real* spoly = m->jnt_stiffnesspoly + SIM_NPOLY * j;
@@ -261,6 +269,7 @@ SIM_FN_STAGE void sim_adj_passive(const SimModel* m, SimWorld* d, const sim_real
     }
   }
   if (enbl_damper) {
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) {
       sim_real damping = m->dof_damping[i];
       const sim_real* poly = m->dof_dampingpoly + SIM_NPOLY * i;
@@ -269,6 +278,7 @@ SIM_FN_STAGE void sim_adj_passive(const SimModel* m, SimWorld* d, const sim_real
     }
   }
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int t = lane; t < m->ntendon; t += nlane) {
     sim_real stiffness = enbl_spring ? m->tendon_stiffness[t] : 0;
     const sim_real* spoly = m->tendon_stiffnesspoly + SIM_NPOLY * t;

@@ -200,6 +200,7 @@ SIM_FN_STAGE void sim_collision(const SimModel* m, SimWorld* d, int lane, int nl
   }
 
   // narrow phase: each pair into its own slot window
+  SIM_NO_UNROLL
   for (int p = lane; p < m->npair; p += nlane) {
     SimPreContactG con[8];
     int n = simc_collide_pair(m, d, p, con);
@@ -245,6 +246,7 @@ SIM_FN_STAGE void sim_collision(const SimModel* m, SimWorld* d, int lane, int nl
   SIM_SYNC();
 
   // mj_setContact
+  SIM_NO_UNROLL
   for (int p = lane; p < m->npair; p += nlane) {
     int n = d->col_pair_ncon[p], adr = d->col_pair_adr[p], slot = m->pair_conadr[p];
     for (int k = 0; k < n && adr + k < m->nconmax; k++)

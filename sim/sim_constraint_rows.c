@@ -415,6 +415,7 @@ SIM_FN_STAGE void sim_make_rows(const SimModel* m, SimWorld* d, int lane, int nl
   }
   SIM_SYNC();
   int nefc = d->nefc[0];
+  SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) sim_row_fill(m, d, r);
   SIM_SYNC();
 }

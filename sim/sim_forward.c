@@ -11,12 +11,15 @@
 
 // world reset to qpos0 (MuJoCo's mj_resetData for the state we carry)
 SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nq; i += nlane) d->qpos[i] = key >= 0 ? m->key_qpos[key * m->nq + i] : m->qpos0[i];
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->qvel[i] = key >= 0 ? m->key_qvel[key * m->nv + i] : 0;
     d->qacc_warmstart[i] = 0;
     d->qfrc_applied[i] = 0;
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nu; i += nlane) d->ctrl[i] = key >= 0 ? m->key_ctrl[key * m->nu + i] : 0;
   if (lane == 0) d->time[0] = 0;
   SIM_SYNC();
@@ -24,6 +27,7 @@ SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, i
 
 // the stages made of more than one call
 SIM_FN void sim_factor_stage(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int k = lane; k < m->nM; k += nlane) d->qLD[k] = d->M[k];
   SIM_SYNC();
   sim_factorI(m, d->qLD, d->qLDiagInv, lane, nlane);
@@ -112,13 +116,16 @@ SIM_FN_STAGE void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nl
   sim_real* F = d->rk_qacc;     // (4, nv) stage accelerations
   sim_real* dXv = d->qacc_int;  // (nv) velocity combination (reused buffer)
   sim_real* dXa = d->rk_dacc;   // (nv) acceleration combination
+  SIM_NO_UNROLL
   for (int i = lane; i < nq; i += nlane) X0q[i] = d->qpos[i];
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     Xv[i] = d->qvel[i];
     F[i] = d->qacc[i];
   }
   SIM_SYNC();
   for (int s = 1; s < 4; s++) {
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) {
       sim_real a = 0, b = 0;
       for (int j = 0; j < s; j++) {
@@ -128,9 +135,11 @@ SIM_FN_STAGE void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nl
       dXv[i] = a;
       d->qvel[i] = Xv[i] + b * h;
     }
+    SIM_NO_UNROLL
     for (int i = lane; i < nq; i += nlane) d->qpos[i] = X0q[i];
     SIM_SYNC();
     sim_integratePos(m, d->qpos, dXv, h, lane, nlane);
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) Xv[s * nv + i] = d->qvel[i];
     if (lane == 0) {
       sim_real c = 0;
@@ -139,9 +148,11 @@ SIM_FN_STAGE void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nl
     }
     SIM_SYNC();
     sim_forward_world(m, d, lane, nlane);
+    SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) F[s * nv + i] = d->qacc[i];
     SIM_SYNC();
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) {
     sim_real a = 0, b = 0;
     for (int j = 0; j < 4; j++) {
@@ -152,6 +163,7 @@ SIM_FN_STAGE void sim_rk4_world(const SimModel* m, SimWorld* d, int lane, int nl
     dXa[i] = b;
     d->qvel[i] = Xv[i];
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nq; i += nlane) d->qpos[i] = X0q[i];
   if (lane == 0) d->time[0] = time0;
   SIM_SYNC();

@@ -8,9 +8,11 @@
 SIM_FN_STAGE void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* crb = d->crb;
   sim_real* M = d->M;
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nbody; i += nlane) simu_copy(crb + 10 * i, d->cinert + 10 * i, 10);
   SIM_SYNC();
   sim_gather_children(m, crb, 10, 1, lane, nlane);  // into parents, not into the world
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     int adr = m->M_rowadr[i];
     int Madr_ij = adr + m->M_rownnz[i] - 1;
@@ -75,6 +77,7 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
     } else {
       int npair = diag * (diag + 1) / 2;
       if (d0 >= 0) mat[d0] += mat[e0] * (-mat[p0] * invD);
+      SIM_NO_UNROLL
       for (int t = lane + nlane; t < npair; t += nlane) {
         int dst, se = 0, sp = 0;
         sim_factorI_pair(m, start, diag, t, &dst, &se, &sp);
@@ -89,6 +92,7 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
   if (nlane > 1) {  // the deferred scaling, the lanes over all entries (rows are stored one after another)
     SIM_SYNC();  // diaginv complete
     int i = 0;
+    SIM_NO_UNROLL
     for (int a = lane; a < m->nM; a += nlane) {
       while (a >= rowadr[i] + rownnz[i]) i++;
       if (a < rowadr[i] + rownnz[i] - 1) mat[a] *= diaginv[i];  // not the diagonal
@@ -200,10 +204,12 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
     }
     r = next;
   }
+  SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) x[i] *= diaginv[i];
   SIM_SYNC();
   for (int l = 1, nlev = sim_dof_nlevel(m); l < nlev; l++) {
     int ladr = m->dof_level_adr[l], num = m->dof_level_num[l];
+    SIM_NO_UNROLL
     for (int q = lane; q < num; q += nlane) {
       int i = m->dof_level_dof[ladr + q];
       int nd = rownnz[i] - 1;
@@ -221,6 +227,7 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
 // ascending), then its descendants' entries ascending in id, the order of the serial row-then-scatter sweep
 SIM_FN void sim_mulM(const SimModel* m, const sim_real* M, sim_real* y, const sim_real* x, int lane, int nlane) {
   SIM_SYNC();  // x complete
+  SIM_NO_UNROLL
   for (int j = lane; j < m->nv; j += nlane) {
     int adr = m->M_rowadr[j], diag = adr + m->M_rownnz[j] - 1;
     sim_real s = M[diag] * x[j];

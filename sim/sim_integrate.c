@@ -6,6 +6,7 @@
 // qpos <- qpos (+) qvel*dt, quaternions by mju_quatIntegrate
 SIM_FN void sim_integratePos(const SimModel* m, sim_real* qpos, const sim_real* qvel, sim_real dt, int lane,
                              int nlane) {
+  SIM_NO_UNROLL
   for (int j = lane; j < m->njnt; j += nlane) {
     int padr = m->jnt_qposadr[j], vadr = m->jnt_dofadr[j];
     switch (m->jnt_type[j]) {
@@ -27,9 +28,11 @@ SIM_FN void sim_integratePos(const SimModel* m, sim_real* qpos, const sim_real* 
 SIM_FN void sim_advance(const SimModel* m, SimWorld* d, const sim_real* qacc, const sim_real* qvel_pos, int lane,
                         int nlane) {
   sim_real h = m->timestep;
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) d->qvel[i] += qacc[i] * h;
   SIM_SYNC();
   sim_integratePos(m, d->qpos, qvel_pos ? qvel_pos : d->qvel, h, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) d->qacc_warmstart[i] = d->qacc[i];
   if (lane == 0) d->time[0] += h;
   SIM_SYNC();
@@ -41,6 +44,7 @@ SIM_FN void sim_advance(const SimModel* m, SimWorld* d, const sim_real* qacc, co
 // dampers, tendons), so every entry sums the same terms in the same order for any number of lanes.
 SIM_FN void sim_qDeriv(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* D = d->qDeriv;
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     int radr = m->M_rowadr[i], rnnz = m->M_rownnz[i];
     for (int k = radr; k < radr + rnnz; k++) D[k] = 0;
@@ -220,17 +224,21 @@ SIM_FN_STAGE void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane)
   if (!(m->disableflags & (SIM_DSBL_EULERDAMP | SIM_DSBL_DAMPER)))
     for (int i = 0; i < m->nv; i++) damped |= m->dof_hasdamp[i];
   if (!damped) {
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) d->qacc_int[i] = d->qacc[i];
   } else {
     sim_real h = m->timestep;
+    SIM_NO_UNROLL
     for (int k = lane; k < m->nM; k += nlane) d->qH[k] = d->M[k];
     SIM_SYNC();
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) {
       d->qH[m->M_rowadr[i] + m->M_rownnz[i] - 1] +=
           h * simu_xPolyForceDeriv(m->dof_damping[i], m->dof_dampingpoly + SIM_NPOLY * i, d->qvel[i], 1);
     }
     SIM_SYNC();
     sim_factorI(m, d->qH, d->qHDiagInv, lane, nlane);
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) d->qacc_int[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
     SIM_SYNC();
     sim_solveLD(m, d->qacc_int, d->qH, d->qHDiagInv, lane, nlane);
@@ -244,8 +252,10 @@ SIM_FN_STAGE void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane)
 SIM_FN_STAGE void sim_implicitfast(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real h = m->timestep;
   sim_qDeriv(m, d, lane, nlane);
+  SIM_NO_UNROLL
   for (int k = lane; k < m->nM; k += nlane) d->qH[k] = d->M[k] - d->qDeriv[k] * h;
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int j = lane; j < m->njnt; j += nlane) {
     if (!m->jnt_freebody[j]) continue;
     int adr = m->jnt_dofadr[j];
@@ -256,9 +266,11 @@ SIM_FN_STAGE void sim_implicitfast(const SimModel* m, SimWorld* d, int lane, int
   }
   SIM_SYNC();
   sim_factorI(m, d->qH, d->qHDiagInv, lane, nlane);
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) d->qacc_int[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
   SIM_SYNC();
   sim_solveLD(m, d->qacc_int, d->qH, d->qHDiagInv, lane, nlane);
+  SIM_NO_UNROLL
   for (int j = lane; j < m->njnt; j += nlane) {
     if (!m->jnt_freebody[j]) continue;
     int adr = m->jnt_dofadr[j];

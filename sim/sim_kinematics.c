@@ -118,6 +118,7 @@ SIM_FN void sim_local2global(const SimWorld* d, sim_real* fpos, sim_real* fmat, 
 // per body, a level's bodies and their components across lanes (a level holds a few bodies). No sync.
 SIM_FN void sim_gather_level(const SimModel* m, sim_real* x, int width, int l, int desc, int lane, int nlane) {
   int adr = m->level_adr[l], num = m->level_num[l];
+  SIM_NO_UNROLL
   for (int k = lane; k < num * width; k += nlane) {
     int b = m->level_body[adr + k / width], e = k % width, cadr = m->body_childadr[b], nc = m->body_childnum[b];
     for (int c = 0; c < nc; c++) x[width * b + e] += x[width * m->body_child[cadr + (desc ? nc - 1 - c : c)] + e];
@@ -156,6 +157,7 @@ SIM_FN_STAGE void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int n
   }
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int k = lane; k < num; k += nlane) sim_body_kinematics(m, d, m->level_body[adr + k]);
     SIM_SYNC();
   }
@@ -168,6 +170,7 @@ SIM_FN_STAGE void sim_kinematics(const SimModel* m, SimWorld* d, int lane, int n
                      ipos + 3 * i, SIM_GEO(m, body_iquat) + 4 * i, i, sf);
   }
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int g = lane; g < m->ngeom; g += nlane) {
     int sf = m->geom_sameframe[g];
     if (sf == SIM_SAMEFRAME_INERTIA && sim_ipos_moved(m, d, m->geom_bodyid[g])) sf = SIM_SAMEFRAME_INERTIAROT;
@@ -222,9 +225,11 @@ SIM_FN_STAGE void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane
   sim_real* subtree_com = d->subtree_com;
   const sim_real* mass = sim_prm_mass(m, d);           // (nbody) the world's masses
   const sim_real* stmass = sim_prm_subtreemass(m, d);  // (nbody) and their subtree sums
+  SIM_NO_UNROLL
   for (int i = lane; i < nbody; i += nlane) simu_scl3(subtree_com + 3 * i, d->xipos + 3 * i, mass[i]);
   SIM_SYNC();
   sim_gather_children(m, subtree_com, 3, 0, lane, nlane);  // children's moments, the world included
+  SIM_NO_UNROLL
   for (int i = lane; i < nbody; i += nlane) {
     if (stmass[i] < SIM_MINVAL) {
       simu_copy3(subtree_com + 3 * i, d->xipos + 3 * i);
@@ -241,6 +246,7 @@ SIM_FN_STAGE void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane
     simu_inertCom(d->cinert + 10 * i, m->body_inertia + 3 * i, d->ximat + 9 * i, offset, mass[i]);
   }
 
+  SIM_NO_UNROLL
   for (int j = lane; j < m->njnt; j += nlane) {
     int i = m->jnt_bodyid[j];
     sim_real* cdof = d->cdof + 6 * m->jnt_dofadr[j];
@@ -274,6 +280,7 @@ SIM_FN_STAGE void sim_comPos(const SimModel* m, SimWorld* d, int lane, int nlane
 // mj_tendon (fixed tendons only) and mj_transmission (joint and tendon transmissions): lengths.
 // Fixed-tendon Jacobians and actuator moments are constants of the model (SimModel.wrap_*, moment_*).
 SIM_FN_STAGE void sim_tendon_transmission(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int t = lane; t < m->ntendon; t += nlane) {
     sim_real L = 0;
     int adr = m->tendon_adr[t], num = m->tendon_num[t];
@@ -281,6 +288,7 @@ SIM_FN_STAGE void sim_tendon_transmission(const SimModel* m, SimWorld* d, int la
     d->ten_length[t] = L;
   }
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int a = lane; a < m->nu; a += nlane) {
     int id = m->actuator_trnid[a];
     if (m->actuator_trntype[a] == SIM_TRN_JOINT) {

@@ -5,12 +5,14 @@
 
 // ten_velocity = ten_J qvel, actuator_velocity = moment qvel (both constant Jacobians)
 SIM_FN_STAGE void sim_tendon_actuator_velocity(const SimModel* m, SimWorld* d, int lane, int nlane) {
+  SIM_NO_UNROLL
   for (int t = lane; t < m->ntendon; t += nlane) {
     sim_real v = 0;
     int adr = m->tendon_adr[t], num = m->tendon_num[t];
     for (int k = 0; k < num; k++) v += m->wrap_prm[adr + k] * d->qvel[m->wrap_dofadr[adr + k]];
     d->ten_velocity[t] = v;
   }
+  SIM_NO_UNROLL
   for (int a = lane; a < m->nu; a += nlane) {
     sim_real v = 0;
     int adr = m->actuator_momadr[a], num = m->actuator_momnum[a];
@@ -61,6 +63,7 @@ SIM_FN_STAGE void sim_comVel(const SimModel* m, SimWorld* d, int lane, int nlane
   SIM_SYNC();
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int k = lane; k < num; k += nlane) sim_body_comVel(m, d, m->level_body[adr + k]);
     SIM_SYNC();
   }
@@ -79,6 +82,7 @@ SIM_FN_STAGE void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
   // component), then every body's cfrc at once: it reads only its own body's cacc
   for (int l = 1; l < m->nlevel; l++) {
     int adr = m->level_adr[l], num = m->level_num[l];
+    SIM_NO_UNROLL
     for (int t = lane; t < 6 * num; t += nlane) {
       int i = m->level_body[adr + t / 6], e = t % 6, bda = m->body_dofadr[i];
       sim_real acc = 0;
@@ -96,6 +100,7 @@ SIM_FN_STAGE void sim_rne(const SimModel* m, SimWorld* d, int lane, int nlane) {
   }
   SIM_SYNC();
   sim_gather_children(m, cfrc, 6, 1, lane, nlane);  // into parents, not into the world
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     d->qfrc_bias[i] = simu_dot(d->cdof + 6 * i, cfrc + 6 * m->dof_bodyid[i], 6);
   }
@@ -134,11 +139,13 @@ SIM_FN int simu_isZero(const sim_real* x, int n) {
 SIM_FN_STAGE void sim_passive(const SimModel* m, SimWorld* d, int lane, int nlane) {
   int enbl_spring = !(m->disableflags & SIM_DSBL_SPRING);
   int enbl_damper = !(m->disableflags & SIM_DSBL_DAMPER);
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) d->qfrc_spring[i] = d->qfrc_damper[i] = d->qfrc_passive[i] = 0;
   SIM_SYNC();
   if (!enbl_spring && !enbl_damper) return;
 
   if (enbl_spring) {
+    SIM_NO_UNROLL
     for (int j = lane; j < m->njnt; j += nlane) {
       sim_real stiffness = m->jnt_stiffness[j];
       const sim_real* spoly = m->jnt_stiffnesspoly + SIM_NPOLY * j;
@@ -167,6 +174,7 @@ SIM_FN_STAGE void sim_passive(const SimModel* m, SimWorld* d, int lane, int nlan
     }
   }
   if (enbl_damper) {
+    SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) {
       sim_real damping = m->dof_damping[i];
       const sim_real* poly = m->dof_dampingpoly + SIM_NPOLY * i;
@@ -205,6 +213,7 @@ SIM_FN_STAGE void sim_passive(const SimModel* m, SimWorld* d, int lane, int nlan
     }
   }
   SIM_SYNC();
+  SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) d->qfrc_passive[i] = d->qfrc_spring[i] + d->qfrc_damper[i];
   SIM_SYNC();
 }
