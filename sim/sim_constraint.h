@@ -11,6 +11,8 @@
 // A row then starts 16-byte aligned, so the warp's factor reads four entries of a row per load, and eight lanes
 // reading eight consecutive rows four entries each touch 32 different shared-memory banks.
 #define SIM_SOL_LD(n) ((((n) + 3) & ~3) | 4)
+// entry (i, j), j <= i, of a packed lower triangle (row i starts at i (i + 1) / 2): the island Hessian sol_H
+#define SIM_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 // efc_Jmask holds each row's non-zero dofs (set where the row is filled) in models of at most 64 dofs
 #define SIM_JMASK(m) ((m)->nv <= 64)
 
@@ -78,7 +80,7 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(sim_real, sol_grad, nv, 1)                                                                     \
   X(sim_real, sol_Mgrad, nv, 1)                                                                    \
   X(sim_real, sol_search, nv, 1)                                                                   \
-  X(sim_real, sol_H, nv, m->nv)       /* island Hessian M + J' D J (lower, island-local) */        \
+  X(sim_real, sol_H, nv, (m->nv + 2) / 2) /* island Hessian M + J' D J (packed lower triangle, SIM_TRI) */ \
   X(sim_real, sol_L, nv, SIM_SOL_LD(m->nv)) /* factor of sol_H (lower; its transpose above; 1 / L(k, k) on the diagonal), stride SIM_SOL_LD */ \
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_qrow, nefcmax, 1)        /* the island's rows in the quadratic state (Hessian builds) */ \

@@ -657,10 +657,10 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
     int col[4] = {k, SIM_MIN(k + 1, n - 1), SIM_MIN(k + 2, n - 1), SIM_MIN(k + 3, n - 1)};
     sim_real a[4], b[4] = {0, 0, 0, 0};
     // H's lower triangle only: a lane above a block column (i0 < col) reads its mirror entry, a value it discards
-    for (int c = 0; c < 4; c++) a[c] = H[SIM_MAX(i0, col[c]) * n + SIM_MIN(i0, col[c])];
+    for (int c = 0; c < 4; c++) a[c] = H[SIM_TRI(SIM_MAX(i0, col[c]), SIM_MIN(i0, col[c]))];
     sim_chol_chain4(L + i0 * ld, L + col[0] * ld, L + col[1] * ld, L + col[2] * ld, L + col[3] * ld, k, a, shared);
     if (two) {
-      for (int c = 0; c < 4; c++) b[c] = H[i1 * n + col[c]];
+      for (int c = 0; c < 4; c++) b[c] = H[SIM_TRI(i1, col[c])];
       sim_chol_chain4(L + i1 * ld, L + col[0] * ld, L + col[1] * ld, L + col[2] * ld, L + col[3] * ld, k, b,
                       shared);
     }
@@ -714,7 +714,7 @@ SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
   for (int k = 0; k < n; k++) {
     const sim_real* lk = L + k * ld;  // L(k, j), j < k
     for (int i = k + lane; i < n; i += nlane) {
-      sim_real acc = H[i * n + k];
+      sim_real acc = H[SIM_TRI(i, k)];
       for (int j = 0; j < k; j++) acc = sim_fmsub(L[j * ld + i], lk[j], acc);
       L[i * ld + k] = acc;
     }
@@ -788,12 +788,12 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
 // depend on each other.
 SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* list, int k, int nq,
                                 int lane, int nlane) {
-  int n = c->n, p = 0, base = 0;  // row p of the packed triangle starts at entry base
+  int p = 0, base = 0;  // row p of the packed triangle starts at entry base
   SIM_NO_UNROLL
   for (int e = lane; e < k * (k + 1) / 2; e += nlane) {
     while (e >= base + p + 1) base += ++p;
     int a = list ? list[p] : p, b = list ? list[e - base] : e - base;
-    d->sol_H[a * n + b] = sim_hessian_entry(m, d, c, nq, a, b);
+    d->sol_H[SIM_TRI(a, b)] = sim_hessian_entry(m, d, c, nq, a, b);
   }
   SIM_SYNC();
 }

@@ -45,10 +45,13 @@
   __syncwarp()
 
 // staged == 2: in the staged launch's constraint and solver-adjoint kernels, the Newton solver's dense scratch
-// (sol_H: nv x nv, padded to a multiple of 4 floats; sol_L: nv rows of SIM_SOL_LD(nv); read by nothing after the
-// kernel) in dynamic shared memory instead of global memory, where the model's size lets a block's fit in 48 KB
-// (nv <= 37). Each warp's block, and sol_L within it, starts 16-byte aligned (the factor's vector loads).
-static inline __host__ __device__ size_t simcuda_solver_h_floats(int nv) { return (size_t)((nv * nv + 3) & ~3); }
+// (sol_H: the packed lower triangle, nv (nv + 1) / 2 padded to a multiple of 4 floats; sol_L: nv rows of
+// SIM_SOL_LD(nv); read by nothing after the kernel) in dynamic shared memory instead of global memory, where the
+// model's size lets a block's fit in 48 KB (nv <= 44). Each warp's block, and sol_L within it, starts 16-byte
+// aligned (the factor's vector loads).
+static inline __host__ __device__ size_t simcuda_solver_h_floats(int nv) {
+  return (size_t)((nv * (nv + 1) / 2 + 3) & ~3);
+}
 static inline __host__ __device__ size_t simcuda_solver_warp_floats(int nv) {
   return simcuda_solver_h_floats(nv) + (size_t)nv * SIM_SOL_LD(nv);
 }
