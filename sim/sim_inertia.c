@@ -199,6 +199,7 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
     sim_real xi = x[r.i];
     if (xi != 0) {
       if (r.adr < r.end) x[r.col] -= r.lv * xi;
+      SIM_NO_UNROLL
       for (int a = r.adr + nlane; a < r.end; a += nlane) x[colind[a]] -= qLD[a] * xi;
       SIM_SYNC();
     }
@@ -216,6 +217,7 @@ SIM_FN_STAGE void sim_solveLD(const SimModel* m, sim_real* x, const sim_real* qL
       if (nd <= 0) continue;
       int adr = rowadr[i];
       sim_real s = 0;
+      SIM_NO_UNROLL
       for (int k = 0; k < nd; k++) s += qLD[adr + k] * x[colind[adr + k]];
       x[i] -= s;
     }

@@ -166,8 +166,10 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
     if (k >= n) continue;
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     sim_real s = M[adr + diag] * v[i];
+    SIM_NO_UNROLL
     for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
     const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
+    SIM_NO_UNROLL
     for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s = sim_fmadd(M[desc[2 * q + 1]], v[desc[2 * q]], s);
     res[i] = s;
   }
@@ -586,6 +588,7 @@ SIM_FN_INLINE sim_real sim_M_entry(const SimModel* m, const SimWorld* d, int ja,
 SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
   int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b];
   sim_real s = 0;
+  SIM_NO_UNROLL
   for (int q = 0; q < nq; q++) {
     int r = d->sol_qrow[q];
     const sim_real* J = d->efc_J + (size_t)r * nv;
@@ -746,11 +749,13 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
     // the rows' non-zero dofs (efc_Jmask) in one walk, the same on every lane, where the model has them
     unsigned any[2] = {0, 0};
     int masked = SIM_JMASK(m);
-    if (masked)
+    if (masked) {
+      SIM_NO_UNROLL
       for (int k = 0; k < nr; k++) {
         any[0] |= (unsigned)d->efc_Jmask[2 * rows[k]];
         any[1] |= (unsigned)d->efc_Jmask[2 * rows[k] + 1];
       }
+    }
     int cnt = 0;
     for (int base = 0; base < c->n; base += 32) {
       int a = base + lane, t = 0;
