@@ -648,13 +648,13 @@ SIM_FN_INLINE void sim_chol_chain4(const sim_real* x, const sim_real* y0, const 
 // sequence of operations of sim_chol_factor's loop, ascending j, and one sync per block, not per column. Each loop
 // is uniform over the warp: a lane past the last row (or a block column past the last, n mod 4) computes at a
 // clamped address (row or column n - 1) and discards the value.
-SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int lane, int shared) {
+SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int k0, int lane, int shared) {
   if (shared) {
     SIM_ASSUME_SHARED(L);
     SIM_ASSUME_SHARED(H);
   }
   int ld = SIM_SOL_LD(n);
-  for (int k = 0; k < n; k += 4) {
+  for (int k = k0 & ~3; k < n; k += 4) {
     int r0 = k + lane, r1 = k + lane + 32, two = n - k > 32;  // two: warp-uniform
     int i0 = SIM_MIN(r0, n - 1), i1 = SIM_MIN(r1, n - 1);
     int col[4] = {k, SIM_MIN(k + 1, n - 1), SIM_MIN(k + 2, n - 1), SIM_MIN(k + 3, n - 1)};
@@ -694,7 +694,8 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
   }
 }
 
-// L = chol(H) (lower H in sol_H; mju_cholFactor with mindiag = MINVAL), left-looking: column k's entries
+// L = chol(H) (lower H in sol_H, by position, SIM_POS; mju_cholFactor with mindiag = MINVAL) from column k0 on (the
+// columns before it are final), left-looking: column k's entries
 // (i >= k) start from H(i, k) and subtract L(i, j) L(k, j) for the final columns j < k in ascending j, the
 // terms and order in which the right-looking update (each final column applied to the trailing triangle) and
 // MuJoCo's dot form subtract them; then the diagonal's square root, and the column scaled by its inverse. The
@@ -704,17 +705,17 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
 // (U(j, i) = L(i, j), i > j: consecutive entries for consecutive lanes), L(k, j) being one value for the warp.
 // Each final column is also written there, where sim_chol_solve's forward substitution reads it along a row.
 // Rows are SIM_SOL_LD(n) apart.
-SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int lane, int nlane) {
+SIM_FN_STAGE void sim_chol_factor(SimWorld* d, int n, int k0, int lane, int nlane) {
   sim_real* L = d->sol_L;
   const sim_real* H = d->sol_H;
   int ld = SIM_SOL_LD(n);
   // the warp's form of the same arithmetic (sim_port.h, SIM_WARP), four columns a sync
   if (SIM_WARP && nlane == 32 && n <= 64) {
-    if (SIM_IS_SHARED(L) && SIM_IS_SHARED(H)) sim_chol_factor_warp(L, H, n, lane, 1);
-    else sim_chol_factor_warp(L, H, n, lane, 0);
+    if (SIM_IS_SHARED(L) && SIM_IS_SHARED(H)) sim_chol_factor_warp(L, H, n, k0, lane, 1);
+    else sim_chol_factor_warp(L, H, n, k0, lane, 0);
     return;
   }
-  for (int k = 0; k < n; k++) {
+  for (int k = k0; k < n; k++) {
     const sim_real* lk = L + k * ld;  // L(k, j), j < k
     for (int i = k + lane; i < n; i += nlane) {
       sim_real acc = H[SIM_TRI(i, k)];
@@ -793,12 +794,12 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
 // depend on each other.
 SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCtx* c, const int* list, int k, int nq,
                                 int lane, int nlane) {
-  int p = 0, base = 0;  // row p of the packed triangle starts at entry base
+  int n = c->n, p = 0, base = 0;  // row p of the packed triangle starts at entry base
   SIM_NO_UNROLL
   for (int e = lane; e < k * (k + 1) / 2; e += nlane) {
     while (e >= base + p + 1) base += ++p;
     int a = list ? list[p] : p, b = list ? list[e - base] : e - base;
-    d->sol_H[SIM_TRI(a, b)] = sim_hessian_entry(m, d, c, nq, a, b);
+    d->sol_H[SIM_TRI(SIM_POS(n, b), SIM_POS(n, a))] = sim_hessian_entry(m, d, c, nq, a, b);
   }
   SIM_SYNC();
 }
@@ -811,7 +812,7 @@ SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx
   int nt = sim_hessian_touched(m, d, c, d->sol_qrow, nq, lane, nlane);
   sim_hessian_entries(m, d, c, NULL, n, 0, lane, nlane);
   sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
-  sim_chol_factor(d, n, lane, nlane);
+  sim_chol_factor(d, n, 0, lane, nlane);
 }
 
 // HessianIncremental: where MuJoCo applies rank-1 updates (serial) for the rows entering or leaving the
@@ -827,7 +828,8 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
   if (nchg == 0) return;
   int nt = sim_hessian_touched(m, d, c, chg, nchg, lane, nlane);
   sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
-  sim_chol_factor(d, n, lane, nlane);
+  // the factor's columns before the first touched position depend on unchanged entries only
+  sim_chol_factor(d, n, nt > 0 ? SIM_POS(n, d->sol_tdof[nt - 1]) : n, lane, nlane);
 }
 
 // the warp form of sim_chol_solve (below): out = H^-1 g over the dofs listed; shared: L lies in shared memory
@@ -835,7 +837,7 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
                                        int lane, int shared) {
   if (shared) SIM_ASSUME_SHARED(L);
   int ld = SIM_SOL_LD(n);
-  sim_real r0 = lane < n ? g[dofs[lane]] : 0, r1 = lane + 32 < n ? g[dofs[lane + 32]] : 0;
+  sim_real r0 = lane < n ? g[dofs[SIM_POS(n, lane)]] : 0, r1 = lane + 32 < n ? g[dofs[SIM_POS(n, lane + 32)]] : 0;
   int e0 = lane, e1 = lane + 32;  // the entries this lane holds
   for (int k = 0; k < n; k += 2) {
     int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
@@ -879,15 +881,16 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
       r1 = sim_fmsub(L[j1 * ld + e1], y, r1);
     }
   }
-  if (lane < n) out[dofs[lane]] = r0;
-  if (lane + 32 < n) out[dofs[lane + 32]] = r1;
+  if (lane < n) out[dofs[SIM_POS(n, lane)]] = r0;
+  if (lane + 32 < n) out[dofs[SIM_POS(n, lane + 32)]] = r1;
 }
 
 // Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: once res[k] is
 // final every lane subtracts its multiple from the entries it holds, lane l the entries k + 1 + l, k + 1 + l +
 // nlane, ... (forward; L's column k read from row k's transposed copy) or k - 1 - l, ... (backward; L's row k).
 // Lane 0 thus holds the next entry to finish and scales it (by 1 / L(k, k), the factor's diagonal slot) without
-// waiting. The forward solve subtracts in MuJoCo's order (ascending k), the backward one in descending order.
+// waiting. The forward solve subtracts in ascending position k, the backward one in descending order. Positions run
+// in reverse island order (SIM_POS): entry k of the solve is the island's dof dofs[n - 1 - k].
 SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   const int* dofs = c->dofs;
   int n = c->n;
@@ -904,22 +907,28 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
     SIM_SYNC();
     return;
   }
-  sim_real* res = d->sol_Mgrad;  // solved in place, island entry i at dof dofs[i]
+  sim_real* res = d->sol_Mgrad;  // solved in place, position p at dof dofs[SIM_POS(n, p)]
   SIM_NO_UNROLL
   for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (lane == 0) res[dofs[k]] = res[dofs[k]] * L[k * ld + k];
+    if (lane == 0) res[dofs[SIM_POS(n, k)]] = res[dofs[SIM_POS(n, k)]] * L[k * ld + k];
     SIM_SYNC();
-    sim_real x = res[dofs[k]];
-    for (int i = k + 1 + lane; i < n; i += nlane) res[dofs[i]] = sim_fmsub(L[k * ld + i], x, res[dofs[i]]);
+    sim_real x = res[dofs[SIM_POS(n, k)]];
+    for (int i = k + 1 + lane; i < n; i += nlane) {
+      sim_real* ri = res + dofs[SIM_POS(n, i)];
+      *ri = sim_fmsub(L[k * ld + i], x, *ri);
+    }
   }
   SIM_SYNC();  // every lane has read entry n - 1 before lane 0 scales it again
   for (int j = n - 1; j >= 0; j--) {
-    if (lane == 0) res[dofs[j]] *= L[j * ld + j];
+    if (lane == 0) res[dofs[SIM_POS(n, j)]] *= L[j * ld + j];
     SIM_SYNC();
-    sim_real x = res[dofs[j]];
-    for (int i = j - 1 - lane; i >= 0; i -= nlane) res[dofs[i]] = sim_fmsub(L[j * ld + i], x, res[dofs[i]]);
+    sim_real x = res[dofs[SIM_POS(n, j)]];
+    for (int i = j - 1 - lane; i >= 0; i -= nlane) {
+      sim_real* ri = res + dofs[SIM_POS(n, i)];
+      *ri = sim_fmsub(L[j * ld + i], x, *ri);
+    }
   }
   SIM_SYNC();
 }
