@@ -15,8 +15,7 @@
 #define SIM_TRI(i, j) ((i) * ((i) + 1) / 2 + (j))
 // The island Hessian's factor runs in reverse island order: position p holds island entry n - 1 - p (and the
 // reverse). The free joint's dofs, which every contact row touches, then come last, and a refactor after rows
-// change state starts at the first position a changed row touches instead of at 0 (on the G1's LAFAN1 states at
-// position 18 of 35 on average)
+// change state starts at the first position a changed row touches instead of at 0 (bench/RESULTS.md, 716835b)
 #define SIM_POS(n, p) ((n) - 1 - (p))
 // efc_Jmask holds each row's non-zero dofs (set where the row is filled) in models of at most 64 dofs
 #define SIM_JMASK(m) ((m)->nv <= 64)

@@ -213,9 +213,9 @@ SIM_FN int sim_ballot_append(int* list, int cnt, int pred, int v, int lane) {
 #define SIM_PART_LOOP(k, p, lane, nlane) for (int k = 0, p = (lane); p < SIM_NPART; k++, p += (nlane))
 #endif
 
-// SIM_NO_UNROLL before a loop: compiled as written. For the loops whose trip count is a few at most (a lane's
-// share of a world's dofs or rows), which the GPU compiler otherwise unrolls with remainder code at every
-// inlined call site: code, and instruction fetches, for passes that never run.
+// SIM_NO_UNROLL before a loop: compiled as written. For short loops (a lane's share of a world's dofs or rows, a
+// dependent chain over a dof's ancestors or a few rows), which the GPU compiler otherwise unrolls with remainder
+// code at every inlined call site: code, and instruction fetches, for passes that rarely run.
 #ifdef __CUDA_ARCH__
 #define SIM_NO_UNROLL _Pragma("unroll 1")
 #else

@@ -647,7 +647,8 @@ SIM_FN_INLINE void sim_chol_chain4(const sim_real* x, const sim_real* y0, const 
 // columns' chains as their next term, L(k + c', k + c) from lane c' by a shuffle. Each entry's chain is the
 // sequence of operations of sim_chol_factor's loop, ascending j, and one sync per block, not per column. Each loop
 // is uniform over the warp: a lane past the last row (or a block column past the last, n mod 4) computes at a
-// clamped address (row or column n - 1) and discards the value.
+// clamped address (row or column n - 1) and discards the value. From the block holding column k0 on: the columns
+// before it are final.
 SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, int k0, int lane, int shared) {
   if (shared) {
     SIM_ASSUME_SHARED(L);
@@ -912,7 +913,7 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (lane == 0) res[dofs[SIM_POS(n, k)]] = res[dofs[SIM_POS(n, k)]] * L[k * ld + k];
+    if (lane == 0) res[dofs[SIM_POS(n, k)]] *= L[k * ld + k];
     SIM_SYNC();
     sim_real x = res[dofs[SIM_POS(n, k)]];
     for (int i = k + 1 + lane; i < n; i += nlane) {
