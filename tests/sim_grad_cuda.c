@@ -165,6 +165,44 @@ static int gpu_rollout(SimCuda* gc, const SimModel* m, SimData* g, const SimData
   return rc;
 }
 
+// the world clocks (simcuda_world_clock, the staged launch) leave the results as they are: one recorded control
+// step and its backward from s0 with the first controls and the cotangent, with clocks and without, give the same
+// batch bit for bit; every clocked world ends after it starts, in some cycles, with no more rows than the capacity
+static int check_world_clock(SimCuda* gc, const SimModel* m, SimData* g, const SimData* s0, const float* ctrl,
+                             const float* seed, int nworld, int nsub, const char* name) {
+  size_t nv = (size_t)nworld * m->nv, nu = (size_t)nworld * m->nu;
+  size_t words = (size_t)nsub * SIMCUDA_NKERNEL * SIMCUDA_CLOCK_WORDS * nworld;
+  unsigned long long* rec = malloc(sizeof(unsigned long long) * words);
+  void* plain = malloc(s0->nbuffer);
+  memcpy(g->buffer, s0->buffer, s0->nbuffer);
+  memcpy(g->ctrl, ctrl, sizeof(float) * nu);
+  memcpy(g->adj_qpos, seed, sizeof(float) * nv);
+  memcpy(g->adj_qvel, seed + nv, sizeof(float) * nv);
+  int rc = simcuda_upload(gc, g);
+  if (!rc) rc = simcuda_tape_clear(gc);
+  if (!rc) rc = simcuda_control_step(gc, nsub, 1);
+  if (!rc) rc = simcuda_control_step_backward(gc, nsub);
+  if (!rc) rc = simcuda_download(gc, g);
+  if (!rc) memcpy(plain, g->buffer, s0->nbuffer);
+  memcpy(g->buffer, s0->buffer, s0->nbuffer);
+  memcpy(g->ctrl, ctrl, sizeof(float) * nu);
+  memcpy(g->adj_qpos, seed, sizeof(float) * nv);
+  memcpy(g->adj_qvel, seed + nv, sizeof(float) * nv);
+  if (!rc) rc = simcuda_world_clock(gc, g, nsub, rec);
+  if (!rc) rc = simcuda_download(gc, g);
+  if (!rc) {
+    int same = !memcmp(plain, g->buffer, s0->nbuffer), sane = 1;
+    for (size_t i = 0; i < words; i += SIMCUDA_CLOCK_WORDS)
+      sane &= rec[i + 1] >= rec[i] && rec[i + 2] > 0 && (int)((rec[i + 3] >> 32) & 0xffff) <= m->nefcmax;
+    printf("%-28s world clocks: the batch %s, records %s\n", name, same ? "bit-identical" : "DIFFERENT",
+           sane ? "consistent" : "INCONSISTENT");
+    TEST_CHECK(same, "%s: the world clocks change the results", name);
+    TEST_CHECK(sane, "%s: a world clock record is inconsistent", name);
+  }
+  free(rec), free(plain);
+  return rc;
+}
+
 // with constraint rows (contacts, limits), from the first keyframe (if any) plus noise: CUDA vs the float32 CPU
 // per world, median world <= med_tol and worst world <= max_tol (a contact onset in a few worlds amplifies
 // the sinf/cosf rounding differences); two CUDA runs bit-identical
@@ -220,6 +258,7 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
       rc = gpu_rollout(gc, m, g, s0, ctrl, seed, nworld, nsub, nstep, out[rep], out[rep] + nQ, out[rep] + nQ + nV,
                        out[rep] + nQ + 2 * nV);
   }
+  if (!rc) rc = check_world_clock(gc, m, g, s0, ctrl, seed, nworld, nsub, name);
   TEST_CHECK(rc == 0, "CUDA: %s", simcuda_last_error());
   if (!rc) {
     double mf, mq, mv, mu = 0, eu = 0;

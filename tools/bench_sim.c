@@ -34,7 +34,8 @@ static const char* kUsage =
     "min(N, 1024)), T threads (default all cores), median of R (default 5). Beside each: mean and max per\n"
     "world-substep of contacts, rows, Newton iterations and line-search evaluations, and overflow counts.\n"
     "--stages: per-stage times of the forward substep (CUDA with --grad: also the staged launch's kernels, forward\n"
-    "and backward). --write-states: the start states for\n"
+    "and backward, and their world clocks: each launch's span, its worlds' latencies, busy warps per SM).\n"
+    "--write-states: the start states for\n"
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
     "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged-shared, the default: the\n"
     "solver's dense scratch in shared memory where it fits; staged: in global memory).\n";
@@ -391,6 +392,99 @@ static void cuda_counts(const SimModel* m, const SimData* h, Counts* c) {
   }
 }
 
+// Where each staged kernel's time goes, world by world (simcuda_world_clock): per kernel, the medians over the
+// nsub launches of the launch's span (first world's start to last world's end), of the worlds' latency (mean,
+// 90th percentile, max), of the warps busy per SM on average (the worlds' summed latency over span x SMs) and of
+// the slowest world's share of the span. For the constraint kernel, its worlds' mean latency by rows (the last
+// substep) and its slowest worlds.
+static int world_clock_print(SimCuda* g, const SimData* start, int nworld, int nsub) {
+  int nk = SIMCUDA_NKERNEL, nl = nsub * nk, nsm = 0;
+  size_t cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
+  unsigned long long* rec = (unsigned long long*)malloc(sizeof(unsigned long long) * cw * nl);
+  double* lat = (double*)malloc(sizeof(double) * nworld);
+  double* st = (double*)malloc(sizeof(double) * 6 * nl);
+  if (!rec || !lat || !st) {
+    free(rec), free(lat), free(st);
+    fprintf(stderr, "adjoint bench sim: out of memory\n");
+    return 1;
+  }
+  if (simcuda_world_clock(g, start, nsub, rec)) {
+    free(rec), free(lat), free(st);
+    return -1;
+  }
+  for (size_t i = 0; i < cw * nl; i += SIMCUDA_CLOCK_WORDS) nsm = (int)fmax(nsm, (double)(rec[i + 3] & 0xffff) + 1);
+  printf("    world clocks (one recorded control step + backward, %d SMs): per kernel, median over its %d launches: "
+         "span us | world latency us mean / p90 / max | warps busy per SM | slowest world / span\n", nsm, nsub);
+  json_add("%s{\"engine\": \"ours_cuda\", \"what\": \"world_clock\", \"nworld\": %d, \"sms\": %d",
+           g_json_nres++ ? ",\n  " : "\n  ", nworld, nsm);
+  for (int k = 0; k < nk; k++) {
+    for (int s = 0; s < nsub; s++) {
+      // launch order: the substeps' six kernels, then the backward's three per substep
+      int l = k < SIMCUDA_NSUB_KERNEL ? s * SIMCUDA_NSUB_KERNEL + k
+                                      : nsub * SIMCUDA_NSUB_KERNEL + s * SIMCUDA_NBWD_KERNEL + (k - SIMCUDA_NSUB_KERNEL);
+      const unsigned long long* r = rec + (size_t)l * cw;
+      unsigned long long t0 = r[0], t1 = r[1];
+      double sum = 0;
+      for (int w = 0; w < nworld; w++) {
+        const unsigned long long* c = r + (size_t)w * SIMCUDA_CLOCK_WORDS;
+        t0 = c[0] < t0 ? c[0] : t0;
+        t1 = c[1] > t1 ? c[1] : t1;
+        lat[w] = (double)(c[1] - c[0]) * 1e-3;
+        sum += lat[w];
+      }
+      qsort(lat, (size_t)nworld, sizeof(double), cmp_double);
+      double span = (double)(t1 - t0) * 1e-3;
+      double* o = st + 6 * (size_t)(k * nsub + s);
+      o[0] = span, o[1] = sum / nworld, o[2] = lat[(int)(0.9 * (nworld - 1))], o[3] = lat[nworld - 1];
+      o[4] = span > 0 ? sum / (span * nsm) : 0, o[5] = span > 0 ? lat[nworld - 1] / span : 0;
+    }
+    double med[6];
+    for (int q = 0; q < 6; q++) {
+      double v[64];
+      for (int s = 0; s < nsub; s++) v[s] = st[6 * (size_t)(k * nsub + s) + q];
+      med[q] = median(v, nsub);
+    }
+    printf("      %-10s %8.1f | %7.1f / %7.1f / %7.1f | %5.2f | %.2f\n", simcuda_kernel_name(k), med[0], med[1],
+           med[2], med[3], med[4], med[5]);
+    json_add(", \"%s\": [%.6g, %.6g, %.6g, %.6g, %.6g, %.6g]", simcuda_kernel_name(k), med[0], med[1], med[2],
+             med[3], med[4], med[5]);
+  }
+  json_add("}");
+  // the constraint kernel of the last substep: latency by rows, and the slowest worlds
+  const unsigned long long* r = rec + (size_t)((nsub - 1) * SIMCUDA_NSUB_KERNEL + 3) * cw;
+  static const int edge[] = {0, 1, 17, 33, 65, 1 << 16};
+  printf("      constraint, last substep, mean latency us (worlds) by rows:");
+  for (int b = 0; b < 5; b++) {
+    double sum = 0;
+    int n = 0;
+    for (int w = 0; w < nworld; w++) {
+      const unsigned long long* c = r + (size_t)w * SIMCUDA_CLOCK_WORDS;
+      int nefc = (int)((c[3] >> 32) & 0xffff);
+      if (nefc >= edge[b] && nefc < edge[b + 1]) sum += (double)(c[1] - c[0]) * 1e-3, n++;
+    }
+    printf(" %d-%d %.1f (%d)%s", edge[b], b < 4 ? edge[b + 1] - 1 : 99999, n ? sum / n : 0.0, n, b < 4 ? "," : "\n");
+  }
+  printf("      its slowest worlds (latency us, SM, start us after the launch's, contacts, rows, Newton iterations):");
+  unsigned long long t0 = r[0];
+  for (int w = 0; w < nworld; w++) {
+    const unsigned long long* c = r + (size_t)w * SIMCUDA_CLOCK_WORDS;
+    t0 = c[0] < t0 ? c[0] : t0;
+    lat[w] = (double)(c[1] - c[0]) * 1e-3;
+  }
+  for (int j = 0; j < 5 && j < nworld; j++) {  // the five slowest, by selection
+    int best = 0;
+    for (int w = 1; w < nworld; w++)
+      if (lat[w] > lat[best]) best = w;
+    const unsigned long long* c = r + (size_t)best * SIMCUDA_CLOCK_WORDS;
+    printf(" [%.1f, %d, %.1f, %d, %d, %d]", lat[best], (int)(c[3] & 0xffff), (double)(c[0] - t0) * 1e-3,
+           (int)((c[3] >> 16) & 0xffff), (int)((c[3] >> 32) & 0xffff), (int)((c[3] >> 48) & 0xffff));
+    lat[best] = -1;
+  }
+  printf("\n");
+  free(rec), free(lat), free(st);
+  return 0;
+}
+
 static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, int nrep, int grad, int stages,
                       int nstep, uint64_t seed) {
   SimData *h = NULL, *probe = NULL;
@@ -490,6 +584,12 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
         json_add(", \"%s_ms\": %.6g", simcuda_kernel_name(k), kms[k]);
       }
       json_add("}");
+      int rc = nsub <= 64 ? world_clock_print(g, dg, nworld, nsub) : 0;
+      if (rc) {
+        sim_data_free(dg);
+        if (rc > 0) return 1;
+        goto fail;
+      }
     }
     sim_data_free(dg);
     simcuda_free(g);

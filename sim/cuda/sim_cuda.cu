@@ -140,7 +140,7 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, NULL);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, NULL, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -151,7 +151,7 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, NULL);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, NULL, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -279,8 +279,8 @@ extern "C" int simcuda_time_kernels(SimCuda* g, const SimData* start, int nsub, 
     rc = simcuda_upload(g, start);
     if (!rc) rc = simcuda_tape_clear(g);
     if (rc) break;
-    simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, ev);
-    simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, ev + nsub * kf);
+    simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, ev, NULL);
+    simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, ev + nsub * kf, NULL);
     if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) rc = SIM_ERR_CUDA;
     for (int s = 0; s < nsub && !rc && r >= 0; s++)
       for (int k = 0; k < nk; k++) {
@@ -298,6 +298,32 @@ extern "C" int simcuda_time_kernels(SimCuda* g, const SimData* start, int nsub, 
   for (int i = 0; i < nev; i++)
     if (ev[i]) cudaEventDestroy(ev[i]);
   free(ev), free(t);
+  return rc;
+}
+
+// world clocks of one recorded control step and its backward (simcuda_world_clock), after one run as warm-up
+extern "C" int simcuda_world_clock(SimCuda* g, const SimData* start, int nsub, unsigned long long* rec) {
+  if (!g->staged || !g->hm.adj || nsub < 1) {
+    snprintf(g_err, sizeof(g_err), "simcuda_world_clock: needs the staged launch, gradients enabled, nsub > 0");
+    return SIM_ERR_ARG;
+  }
+  size_t nw = (size_t)g->hd.nworld, words = (size_t)nsub * SIMCUDA_NKERNEL * SIMCUDA_CLOCK_WORDS * nw;
+  unsigned long long* clk = NULL;
+  CU_CHECK(cudaMalloc((void**)&clk, words * sizeof(unsigned long long)));
+  int rc = SIM_OK;
+  for (int r = 0; r < 2 && !rc; r++) {
+    rc = simcuda_upload(g, start);
+    if (!rc) rc = simcuda_tape_clear(g);
+    if (rc) break;
+    simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, NULL, r ? clk : NULL);
+    simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, NULL,
+                                         r ? clk + (size_t)nsub * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * nw : NULL);
+    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) rc = SIM_ERR_CUDA;
+  }
+  if (!rc && cudaMemcpy(rec, clk, words * sizeof(unsigned long long), cudaMemcpyDeviceToHost) != cudaSuccess)
+    rc = SIM_ERR_CUDA;
+  if (rc == SIM_ERR_CUDA) snprintf(g_err, sizeof(g_err), "simcuda_world_clock: %s", cudaGetErrorString(cudaGetLastError()));
+  cudaFree(clk);
   return rc;
 }
 

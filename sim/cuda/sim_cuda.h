@@ -60,9 +60,20 @@ int simcuda_time_control(SimCuda* g, const SimData_f32* start, int nsub, int gra
 // constraint, repair, integrate) and the backward's three (bwd_pre, bwd_solver, bwd_smooth). ms[k]: median over
 // nrep of kernel k's time summed over a recorded control step of nsub substeps and its backward (CUDA events
 // between the kernels; batch reset to start before each repetition). Needs the staged launch and gradients.
+#define SIMCUDA_NSUB_KERNEL 6
+#define SIMCUDA_NBWD_KERNEL 3
 #define SIMCUDA_NKERNEL 9
 int simcuda_time_kernels(SimCuda* g, const SimData_f32* start, int nsub, int nrep, double* ms);
 const char* simcuda_kernel_name(int k);
+
+// Where a staged kernel's time goes world by world: one recorded control step of nsub substeps and its backward
+// from start (after the same run once as warm-up), each kernel launch's worlds clocked (sim_cuda_launch.h). rec:
+// nsub x SIMCUDA_NKERNEL launches (the substeps' six kernels in launch order, then the backward's three per
+// substep), each SIMCUDA_CLOCK_WORDS x nworld words: per world its global-timer start and end (ns), its SM's cycles
+// between them, and (SM id | contacts << 16 | rows << 32 | Newton iterations << 48) at its end. The same bits as
+// without the clocks. Needs the staged launch and gradients.
+#define SIMCUDA_CLOCK_WORDS 4
+int simcuda_world_clock(SimCuda* g, const SimData_f32* start, int nsub, unsigned long long* rec);
 
 // device pointers (for code that fuses work with the engine, e.g. the trainer)
 const SimModel_f32* simcuda_model(const SimCuda* g);

@@ -9,22 +9,29 @@ __global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* m, const 
 }
 
 // staged, per substep: the taped forward and the integrator's adjoint (the first substep saves the state) ...
-__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int first) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int first, unsigned long long* clk) {
   SIMCUDA_WORLD(m, d);
+  SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   if (first) sim_adj_save_state(m, wd, lane, 32);
   int k = wd->tape_n[0] - 1;  // < 0: an empty tape; this world's later kernels do nothing
   if (lane == 0) wd->tape_k[0] = k;
   if (k >= 0) sim_adj_substep_pre(m, wd, k, lane, 32);
+  SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // ... the solver's adjoint ...
-__global__ void SIMCUDA_SOLVER_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch) {
+__global__ void SIMCUDA_SOLVER_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch,
+                                                   unsigned long long* clk) {
   SIMCUDA_WORLD(m, d);
+  SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);
+  SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // ... the smooth dynamics' adjoint, the input's cotangents, the tape popped (the last substep restores the state)
-__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int last) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int last,
+                                                   unsigned long long* clk) {
   SIMCUDA_WORLD(m, d);
+  SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   int k = wd->tape_k[0];
   if (k >= 0) {
     sim_adj_smooth(m, wd, wd->adj_flags, lane, 32);
@@ -32,24 +39,26 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimD
     sim_adj_tape_pop(wd, k, lane);
   }
   if (last) sim_adj_restore_state(m, wd, lane, 32);
+  SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv, cudaEvent_t* ev) {
+                                          int nv, cudaEvent_t* ev, unsigned long long* clk) {
   unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
-  size_t sh = simcuda_solver_shmem(nv, staged);
+  size_t sh = simcuda_solver_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
   if (!staged || nsub < 1) {
     k_control_step_backward<<<nb, nt>>>(m, d, nsub);
     return;
   }
   for (int s = 0; s < nsub; s++) {
     cudaEvent_t* e = ev ? ev + s * (SIMCUDA_NBWD_KERNEL + 1) : NULL;  // around the three kernels (timing)
+    unsigned long long* c = clk ? clk + (size_t)s * SIMCUDA_NBWD_KERNEL * cw : NULL;  // world clocks
     if (e) cudaEventRecord(e[0]);
-    k_bwd_pre<<<nb, nt>>>(m, d, s == 0);
+    k_bwd_pre<<<nb, nt>>>(m, d, s == 0, c);
     if (e) cudaEventRecord(e[1]);
-    k_bwd_solver<<<nb, nt, sh>>>(m, d, sh > 0);
+    k_bwd_solver<<<nb, nt, sh>>>(m, d, sh > 0, c ? c + cw : NULL);
     if (e) cudaEventRecord(e[2]);
-    k_bwd_smooth<<<nb, nt>>>(m, d, s == nsub - 1);
+    k_bwd_smooth<<<nb, nt>>>(m, d, s == nsub - 1, c ? c + 2 * cw : NULL);
     if (e) cudaEventRecord(e[3]);
   }
 }

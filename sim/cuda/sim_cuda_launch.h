@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include "sim/cuda/sim_cuda.h"
 #include "sim/sim_model.h"
 
 #ifndef SIMCUDA_WPB
@@ -77,6 +78,35 @@ static inline size_t simcuda_solver_shmem(int nv, int staged) {
   SIMCUDA_VIEW(m, d, w);                                      \
   const int lane = threadIdx.x & 31
 
+// World clock (simcuda_world_clock): clk NULL, or SIMCUDA_CLOCK_WORDS words per world for this launch of the
+// kernel: the global timer (ns) at the world's start and end, its SM's cycles from start to end, and its SM id,
+// contacts, rows and Newton iterations at the end. The start is stored at once and read back at the end, so
+// that nothing stays live in registers across the kernel; the results' bits are the same with or without.
+static __device__ __forceinline__ unsigned long long simcuda_globaltimer(void) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define SIMCUDA_CLOCK_BEGIN(clk, w, lane)                                          \
+  if ((clk) && (lane) == 0) {                                                      \
+    (clk)[(size_t)(w) * SIMCUDA_CLOCK_WORDS] = simcuda_globaltimer();              \
+    (clk)[(size_t)(w) * SIMCUDA_CLOCK_WORDS + 2] = (unsigned long long)clock64();  \
+  }
+#define SIMCUDA_CLOCK_END(clk, w, wd, lane)                                                                 \
+  if (clk) {                                                                                               \
+    __syncwarp();                                                                                          \
+    if ((lane) == 0) {                                                                                     \
+      unsigned long long* c_ = (clk) + (size_t)(w) * SIMCUDA_CLOCK_WORDS;                                  \
+      unsigned sm_;                                                                                        \
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                                                     \
+      c_[2] = (unsigned long long)clock64() - c_[2];                                                       \
+      c_[1] = simcuda_globaltimer();                                                                       \
+      c_[3] = (unsigned long long)(sm_ & 0xffffu) | (unsigned long long)((wd)->ncon[0] & 0xffff) << 16 |  \
+              (unsigned long long)((wd)->nefc[0] & 0xffff) << 32 |                                         \
+              (unsigned long long)((wd)->solver_niter[0] & 0xffff) << 48;                                  \
+    }                                                                                                      \
+  }
+
 static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + SIMCUDA_WPB - 1) / SIMCUDA_WPB); }
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
@@ -84,12 +114,12 @@ void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int s
 // staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
 // and implicitfast only. nv: the model's, on the host. ev: NULL, or (staged only) nsub x (kernels + 1) events
 // recorded between the kernels of each substep, for simcuda_time_kernels.
-#define SIMCUDA_NSUB_KERNEL 6
-#define SIMCUDA_NBWD_KERNEL 3
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);
+// clk (staged only; NULL: off): nsub x SIMCUDA_NSUB_KERNEL launches' world clocks, SIMCUDA_CLOCK_WORDS x nworld
+// words each, in launch order; the backward's nsub x SIMCUDA_NBWD_KERNEL likewise.
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv, cudaEvent_t* ev);
+                                 int nv, cudaEvent_t* ev, unsigned long long* clk);
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv, cudaEvent_t* ev);
+                                          int nv, cudaEvent_t* ev, unsigned long long* clk);
 
 #endif
