@@ -412,9 +412,14 @@ static int world_clock_print(SimCuda* g, const SimData* start, int nworld, int n
     free(rec), free(lat), free(st);
     return -1;
   }
-  for (size_t i = 0; i < cw * nl; i += SIMCUDA_CLOCK_WORDS) nsm = (int)fmax(nsm, (double)(rec[i + 3] & 0xffff) + 1);
-  printf("    world clocks (one recorded control step + backward, %d SMs): per kernel, median over its %d launches: "
-         "span us | world latency us mean / p90 / max | warps busy per SM | slowest world / span\n", nsm, nsub);
+  double cyc = 0, ns = 0;  // the SMs' cycles per global-timer ns over all records: the clock, a check of the timer
+  for (size_t i = 0; i < cw * nl; i += SIMCUDA_CLOCK_WORDS) {
+    nsm = (int)fmax(nsm, (double)(rec[i + 3] & 0xffff) + 1);
+    cyc += (double)rec[i + 2], ns += (double)(rec[i + 1] - rec[i]);
+  }
+  printf("    world clocks (one recorded control step + backward, %d SMs, %.2f GHz): per kernel, median over its %d "
+         "launches: span us | world latency us mean / p90 / max | warps busy per SM | slowest world / span\n", nsm,
+         ns > 0 ? cyc / ns : 0.0, nsub);
   json_add("%s{\"engine\": \"ours_cuda\", \"what\": \"world_clock\", \"nworld\": %d, \"sms\": %d",
            g_json_nres++ ? ",\n  " : "\n  ", nworld, nsm);
   for (int k = 0; k < nk; k++) {
