@@ -259,6 +259,20 @@ extern "C" int simcuda_time_control(SimCuda* g, const SimData* start, int nsub, 
 
 static_assert(SIMCUDA_NKERNEL == SIMCUDA_NSUB_KERNEL + SIMCUDA_NBWD_KERNEL, "the kernel list");
 
+// the batch reset to start, then a recorded control step and its backward, staged, synchronised: ev and clk
+// (NULL, or the forward's entries first) as simcuda_launch_control_step and _backward take them
+static int recorded_run(SimCuda* g, const SimData* start, int nsub, cudaEvent_t* ev, unsigned long long* clk) {
+  int rc = simcuda_upload(g, start);
+  if (!rc) rc = simcuda_tape_clear(g);
+  if (rc) return rc;
+  size_t fw = (size_t)nsub * SIMCUDA_NSUB_KERNEL;
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, ev, clk);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv,
+                                       ev ? ev + nsub * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
+                                       clk ? clk + fw * SIMCUDA_CLOCK_WORDS * g->hd.nworld : NULL);
+  return cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ? SIM_ERR_CUDA : SIM_OK;
+}
+
 // per-kernel medians of the staged launch (simcuda_time_kernels): events between the kernels of each substep
 extern "C" int simcuda_time_kernels(SimCuda* g, const SimData* start, int nsub, int nrep, double* ms) {
   if (!g->staged || !g->hm.adj || nsub < 1 || nrep < 1) {
@@ -276,12 +290,7 @@ extern "C" int simcuda_time_kernels(SimCuda* g, const SimData* start, int nsub, 
   for (int i = 0; i < nev && !rc; i++)
     if (cudaEventCreate(&ev[i]) != cudaSuccess) rc = SIM_ERR_CUDA;
   for (int r = -1; r < nrep && !rc; r++) {
-    rc = simcuda_upload(g, start);
-    if (!rc) rc = simcuda_tape_clear(g);
-    if (rc) break;
-    simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, ev, NULL);
-    simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, ev + nsub * kf, NULL);
-    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) rc = SIM_ERR_CUDA;
+    rc = recorded_run(g, start, nsub, ev, NULL);
     for (int s = 0; s < nsub && !rc && r >= 0; s++)
       for (int k = 0; k < nk; k++) {
         cudaEvent_t* e = k < kf - 1 ? ev + s * kf + k : ev + nsub * kf + s * kb + (k - (kf - 1));
@@ -310,16 +319,8 @@ extern "C" int simcuda_world_clock(SimCuda* g, const SimData* start, int nsub, u
   size_t nw = (size_t)g->hd.nworld, words = (size_t)nsub * SIMCUDA_NKERNEL * SIMCUDA_CLOCK_WORDS * nw;
   unsigned long long* clk = NULL;
   CU_CHECK(cudaMalloc((void**)&clk, words * sizeof(unsigned long long)));
-  int rc = SIM_OK;
-  for (int r = 0; r < 2 && !rc; r++) {
-    rc = simcuda_upload(g, start);
-    if (!rc) rc = simcuda_tape_clear(g);
-    if (rc) break;
-    simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, NULL, r ? clk : NULL);
-    simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, NULL,
-                                         r ? clk + (size_t)nsub * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * nw : NULL);
-    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) rc = SIM_ERR_CUDA;
-  }
+  int rc = recorded_run(g, start, nsub, NULL, NULL);
+  if (!rc) rc = recorded_run(g, start, nsub, NULL, clk);
   if (!rc && cudaMemcpy(rec, clk, words * sizeof(unsigned long long), cudaMemcpyDeviceToHost) != cudaSuccess)
     rc = SIM_ERR_CUDA;
   if (rc == SIM_ERR_CUDA) snprintf(g_err, sizeof(g_err), "simcuda_world_clock: %s", cudaGetErrorString(cudaGetLastError()));
