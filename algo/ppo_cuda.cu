@@ -260,6 +260,7 @@ static int ppo_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, s
     return -1;
   }
   env_cuda_set_staged(s->E, !strcmp(c->run_cuda_launch, "staged") ? 2 : 0);
+  env_cuda_set_streams(s->E, (int)c->run_cuda_streams);
   int N = s->N, O = s->O, A = s->A;
   NnConfig ac, cc;
   algo_net_config(&ac, c, &c->policy_actor_hidden, O, A, NN_ACT_NONE);

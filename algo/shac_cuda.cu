@@ -287,6 +287,7 @@ static int shac_cuda_create(void** out, const Cfg* c, EnvBatch* env, char* err, 
     return -1;
   }
   env_cuda_set_staged(s->E, !strcmp(c->run_cuda_launch, "staged") ? 2 : 0);
+  env_cuda_set_streams(s->E, (int)c->run_cuda_streams);
   int maxb = (int)HN, N = s->N, O = s->O, A = s->A;
   s->sw = env_cuda_state_words(s->E);
   NnConfig ac, cc;

@@ -311,6 +311,7 @@ extern "C" float* env_cuda_obs(EnvCuda* e) { return e->E.obs; }
 extern "C" float* env_cuda_critic_obs(EnvCuda* e) { return e->E.cobs; }
 extern "C" int env_cuda_state_words(const EnvCuda* e) { return e->E.sw; }
 extern "C" int env_cuda_set_staged(EnvCuda* e, int staged) { return simcuda_set_staged(e->g, staged); }
+extern "C" int env_cuda_set_streams(EnvCuda* e, int nstream) { return simcuda_set_streams(e->g, nstream); }
 extern "C" int env_cuda_nworld(const EnvCuda* e) { return e->E.N; }
 
 // as sim_tape_clear: empty tapes, parameter cotangents zeroed

@@ -86,6 +86,7 @@ int env_cuda_pre_state_cotangent(EnvCuda* e, const float* qpos, const float* qve
 // The engine's launch for this batch's steps and their backward (simcuda_set_staged: fused or staged, the same
 // bits); returns the mode set.
 int env_cuda_set_staged(EnvCuda* e, int staged);
+int env_cuda_set_streams(EnvCuda* e, int nstream);  // simcuda_set_streams: world groups on streams, the same bits
 // The words of one world's task state (all fields; 0 without task state): a state block holds N of them.
 int env_cuda_state_words(const EnvCuda* e);
 float* env_cuda_critic_obs(EnvCuda* e);  // (N, critic_obs_dim) device: the critic's observation now (env_cuda_obs

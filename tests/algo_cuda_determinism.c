@@ -3,7 +3,8 @@
 // happen inside the rollouts):
 //   - two runs with one seed in different directories give identical checkpoint datasets, one with the engine's
 //     fused kernels, one staged (run.cuda_launch);
-//   - stop at iteration 2 + `--resume` to 4 gives the same checkpoint datasets as an uninterrupted run to 4;
+//   - stop at iteration 2 + `--resume` to 4 gives the same checkpoint datasets as an uninterrupted run to 4, the
+//     stopped run's engine in two groups of worlds on streams of their own (run.cuda_streams);
 //   - the checkpoint has the CPU path's dataset names, dtypes and shapes (a CPU run of the same config differs
 //     in values only) and metrics.csv the same columns;
 //   - `adjoint eval` (on the CPU) and `adjoint export` read the CUDA run's checkpoint;
@@ -65,8 +66,9 @@ static void run_preset(const char* adj, const char* dir, const char* cfg, const 
     snprintf(p2, sizeof(p2), "%s/%sb/ckpt_%06d.h5", dir, tag, it);
     same(p1, p2, "two CUDA runs, one seed, fused and staged");
   }
-  rc = cli_run(out, sizeof(out), "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%sc", adj, cfg,
-               args, stop, dir, tag);
+  rc = cli_run(out, sizeof(out),
+               "%s train %s %s --device cuda --seed 7 --max-iterations %d --run-dir %s/%sc run.cuda_streams=2", adj,
+               cfg, args, stop, dir, tag);
   TEST_CHECK(rc == 0, "%s run c: exit %d\n%s", tag, rc, out);
   rc = cli_run(out, sizeof(out), "%s train --resume %s/%sc --max-iterations %d --quiet", adj, dir, tag, iters);
   TEST_CHECK(rc == 0, "%s resume c: exit %d\n%s", tag, rc, out);

@@ -231,7 +231,7 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
   float* ctrl = malloc(sizeof(float) * (nU * nstep + 1));
   float* seed = malloc(sizeof(float) * 2 * nV);
   float* cu = malloc(sizeof(float) * (nU * nstep + 1));
-  float* out[4];
+  float* out[5];
   for (size_t k = 0; k < nU * nstep; k++) ctrl[k] = (float)(urand() - 0.5);
   for (size_t k = 0; k < 2 * nV; k++) seed[k] = (float)(urand() - 0.5);
   // CPU reference
@@ -251,10 +251,12 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
   int rc = simcuda_create(m, nworld, &gc);
   if (!rc) simcuda_set_staged(gc, 0);
   // runs 0 and 1 fused, run 2 staged (one kernel per group of stages), run 3 staged with the solver's scratch in
-  // shared memory: the same bits
-  for (int rep = 0; rep < 4; rep++) {
+  // shared memory, run 4 as 3 in three groups of worlds on streams of their own (unequal, as nworld is no multiple
+  // of 3 x SIMCUDA_WPB): the same bits
+  for (int rep = 0; rep < 5; rep++) {
     out[rep] = malloc(sizeof(float) * (nQ + 2 * nV + nU * nstep + 1));
-    if (!rc && rep >= 2) simcuda_set_staged(gc, rep - 1);
+    if (!rc && rep >= 2) simcuda_set_staged(gc, rep == 2 ? 1 : 2);
+    if (!rc) simcuda_set_streams(gc, rep == 4 ? 3 : 1);
     if (!rc)
       rc = gpu_rollout(gc, m, g, s0, ctrl, seed, nworld, nsub, nstep, out[rep], out[rep] + nQ, out[rep] + nQ + nV,
                        out[rep] + nQ + 2 * nV);
@@ -274,18 +276,21 @@ static void check_rows(const char* name, int nworld, double med_tol, double max_
     int same = !memcmp(out[0], out[1], sizeof(float) * (nQ + 2 * nV + nU * nstep));
     int staged = !memcmp(out[0], out[2], sizeof(float) * (nQ + 2 * nV + nU * nstep)) &&
                  !memcmp(out[0], out[3], sizeof(float) * (nQ + 2 * nV + nU * nstep));
+    int streams = !memcmp(out[0], out[4], sizeof(float) * (nQ + 2 * nV + nU * nstep));
     printf("%-28s %d worlds, %lld evaluations with rows: CUDA vs CPU float32, median world / worst world: state "
            "%.1e / %.1e, d/dqpos %.1e / %.1e, d/dqvel %.1e / %.1e, d/dctrl %.1e / %.1e; two CUDA runs %s, staged "
-           "launches %s\n", name, nworld, rows, mf, ef, mq, eq, mv, ev, mu, eu, same ? "bit-identical" : "DIFFERENT",
-           staged ? "bit-identical" : "DIFFERENT");
+           "launches %s, on 3 streams %s\n", name, nworld, rows, mf, ef, mq, eq, mv, ev, mu, eu,
+           same ? "bit-identical" : "DIFFERENT", staged ? "bit-identical" : "DIFFERENT",
+           streams ? "bit-identical" : "DIFFERENT");
     TEST_CHECK(rows > 0, "%s: no constraint rows", name);
     TEST_CHECK(mq <= med_tol && mv <= med_tol && mu <= med_tol, "%s: median world above %g", name, med_tol);
     TEST_CHECK(eq <= max_tol && ev <= max_tol && eu <= max_tol, "%s: worst world above %g", name, max_tol);
     TEST_CHECK(same, "%s: two CUDA runs differ", name);
     TEST_CHECK(staged, "%s: the staged launch differs from the fused", name);
+    TEST_CHECK(streams, "%s: the staged launch on 3 streams differs from the fused", name);
   }
   simcuda_free(gc);
-  free(ctrl), free(seed), free(cu), free(out[0]), free(out[1]), free(out[2]), free(out[3]);
+  free(ctrl), free(seed), free(cu), free(out[0]), free(out[1]), free(out[2]), free(out[3]), free(out[4]);
   sim_data_free(c);
   sim_data_free(g);
   sim_data_free(s0);

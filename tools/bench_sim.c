@@ -24,7 +24,7 @@ static const char* kUsage =
     "usage: adjoint bench sim MODEL.xml [--states key|lafan1|rollout] [--seed S] [--nworld N] [--grad NSUB]\n"
     "         [--reps R] [--cpu-nworld C] [--cpu-reps R] [--threads T] [--no-cuda] [--no-cpu] [--no-mujoco]\n"
     "         [--stages] [--nconmax C] [--nefcmax R] [--no-constraint] [--no-contact] [--steps S]\n"
-    "         [--launch fused|staged|staged-shared] [--write-states FILE] [--json FILE]\n"
+    "         [--launch fused|staged|staged-shared] [--streams G] [--write-states FILE] [--json FILE]\n"
     "One control step of NSUB substeps (default 4) from N start states (--states: the keyframe in every world\n"
     "(default); LAFAN1 frames every 0.5 s of the 40 clips on a free-base robot, placed on the floor; states of\n"
     "MuJoCo rollouts under random controls), after one untimed control step from them in each engine.\n"
@@ -38,9 +38,11 @@ static const char* kUsage =
     "--write-states: the start states for\n"
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
     "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged-shared, the default: the\n"
-    "solver's dense scratch in shared memory where it fits; staged: in global memory).\n";
+    "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
+    "launch's control steps in G groups of worlds, each on a stream of its own (default 1; the same results).\n";
 
 static int g_staged = 2;  // --launch: simcuda_set_staged's mode
+static int g_streams = 1;  // --streams: simcuda_set_streams's count
 
 static double now_s(void) {
   struct timespec t;
@@ -502,7 +504,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     fprintf(stderr, "adjoint bench sim: CUDA setup: %s\n", simcuda_last_error());
     return 1;
   }
-  int staged = simcuda_set_staged(g, g_staged);
+  int staged = simcuda_set_staged(g, g_staged), nstream = simcuda_set_streams(g, g_streams);
   if (nstep) {  // consecutive steps from the keyframe (steps/s of the plain step kernel)
     double ms = 0;
     sim_reset(m, h, -1, m->nkey ? 0 : -1);
@@ -526,9 +528,10 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     c.ncon_overflow += probe->ncon_overflow[w], c.nefc_overflow += probe->nefc_overflow[w];
   double t0 = 0;
   if (simcuda_time_control(g, h, nsub, 0, nrep, &t0)) goto fail;
-  printf("ours, CUDA (float32, %d worlds, nconmax %d, nefcmax %d, %s launch): control step (%d substeps) %.4f ms = "
-         "%.3e steps/s\n", nworld, m->nconmax, m->nefcmax,
-         staged == 2 ? "staged-shared" : staged ? "staged" : "fused", nsub, t0, nworld * nsub / (t0 * 1e-3));
+  printf("ours, CUDA (float32, %d worlds, nconmax %d, nefcmax %d, %s launch, %d stream%s): control step (%d "
+         "substeps) %.4f ms = %.3e steps/s\n", nworld, m->nconmax, m->nefcmax,
+         staged == 2 ? "staged-shared" : staged ? "staged" : "fused", staged ? nstream : 1,
+         staged && nstream > 1 ? "s" : "", nsub, t0, nworld * nsub / (t0 * 1e-3));
   counts_print(&c);
   json_result("ours_cuda", "forward", nworld, 0, t0, nsub, &c);
   if (stages) {
@@ -556,6 +559,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     double t1 = 0, t2 = 0;
     if (sim_adjoint_enable(m, nsub) || sim_data_create(m, nworld, &dg) || simcuda_create(m, nworld, &g)) goto fail;
     simcuda_set_staged(g, g_staged);
+    simcuda_set_streams(g, g_streams);
     for (int w = 0; w < nworld; w++) {  // the same start (after the untimed step) and a fixed cotangent
       memcpy(dg->qpos + (size_t)w * m->nq, h->qpos + (size_t)w * m->nq, sizeof(float) * m->nq);
       memcpy(dg->qvel + (size_t)w * m->nv, h->qvel + (size_t)w * m->nv, sizeof(float) * m->nv);
@@ -669,6 +673,8 @@ int bench_sim_main(int argc, char** argv) {
       bad = !v || (strcmp(v, "fused") && strcmp(v, "staged") && strcmp(v, "staged-shared"));
       if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused, staged or staged-shared\n");
       g_staged = bad ? 2 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
+    } else if (!strcmp(a, "--streams")) {
+      bad = cli_int(argc, argv, &i, 1, 8, &g_streams);
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

@@ -21,6 +21,7 @@ struct SimCuda {
   void* data_buf;
   const void* host_model_buf;  // to rebase host pointers
   int staged;         // 0: fused kernels; 1, 2: one kernel per group of stages (simcuda_set_staged)
+  int nstream;        // world groups on streams of the staged control step and backward (simcuda_set_streams)
 };
 
 static char g_err[512] = "";
@@ -78,6 +79,7 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
   CU_CHECK(cudaMalloc((void**)&g->dd, sizeof(SimData)));
   CU_CHECK(cudaMemcpy(g->dd, &g->hd, sizeof(SimData), cudaMemcpyHostToDevice));
   simcuda_set_staged(g, 2);  // the default launch
+  simcuda_set_streams(g, 1);
   return SIM_OK;
 }
 
@@ -87,6 +89,13 @@ extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
 }
 
 extern "C" int simcuda_staged(const SimCuda* g) { return g->staged; }
+
+extern "C" int simcuda_set_streams(SimCuda* g, int nstream) {
+  g->nstream = nstream < 1 ? 1 : nstream > SIMCUDA_MAX_STREAMS ? SIMCUDA_MAX_STREAMS : nstream;
+  return g->nstream;
+}
+
+extern "C" int simcuda_streams(const SimCuda* g) { return g->nstream; }
 
 extern "C" void simcuda_free(SimCuda* g) {
   if (!g) return;
@@ -140,7 +149,8 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, NULL, NULL);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, g->nstream, NULL,
+                              NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -151,7 +161,8 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, NULL, NULL);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, g->nstream, NULL,
+                                       NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -237,7 +248,9 @@ extern "C" int simcuda_time_control(SimCuda* g, const SimData* start, int nsub, 
     if (!rc && grad == 2) rc = simcuda_tape_clear(g);
     if (rc) break;
     CU_CHECK(cudaEventRecord(a));
-    if (grad == 0) {
+    if (grad == 0 && g->staged) {
+      rc = simcuda_control_step(g, nsub, 0);  // the staged step's kernels nsub times, on the streams set
+    } else if (grad == 0) {
       for (int k = 0; k < nsub && !rc; k++) rc = simcuda_step(g);
     } else {
       rc = simcuda_control_step(g, nsub, grad == 2);
@@ -266,8 +279,8 @@ static int recorded_run(SimCuda* g, const SimData* start, int nsub, cudaEvent_t*
   if (!rc) rc = simcuda_tape_clear(g);
   if (rc) return rc;
   size_t fw = (size_t)nsub * SIMCUDA_NSUB_KERNEL;
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, ev, clk);
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv,
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, 1, ev, clk);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, 1,
                                        ev ? ev + nsub * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
                                        clk ? clk + fw * SIMCUDA_CLOCK_WORDS * g->hd.nworld : NULL);
   return cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ? SIM_ERR_CUDA : SIM_OK;

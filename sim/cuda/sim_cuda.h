@@ -31,6 +31,12 @@ int simcuda_download(SimCuda* g, SimData_f32* host);
 // RK4 models stay fused.
 int simcuda_set_staged(SimCuda* g, int staged);
 int simcuda_staged(const SimCuda* g);
+// The staged control step and its backward in nstream groups of consecutive worlds, each group's kernels on a
+// stream of its own, so that one group's kernels fill the GPU while another's launch waits on its slowest worlds
+// (sim_cuda_launch.h). The same bits for every count; 1 (the default): one launch per kernel on the legacy
+// stream. Returns the count set (1 to 8).
+int simcuda_set_streams(SimCuda* g, int nstream);
+int simcuda_streams(const SimCuda* g);
 
 int simcuda_forward(SimCuda* g);           // mj_forward for every world
 int simcuda_step(SimCuda* g);              // mj_step for every world

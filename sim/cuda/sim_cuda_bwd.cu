@@ -9,8 +9,8 @@ __global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* m, const 
 }
 
 // staged, per substep: the taped forward and the integrator's adjoint (the first substep saves the state) ...
-__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int first, unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int w0, int first, unsigned long long* clk) {
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   if (first) sim_adj_save_state(m, wd, lane, 32);
   int k = wd->tape_n[0] - 1;  // < 0: an empty tape; this world's later kernels do nothing
@@ -19,18 +19,18 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // ... the solver's adjoint ...
-__global__ void SIMCUDA_SOLVER_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int scratch,
+__global__ void SIMCUDA_SOLVER_BOUNDS k_bwd_solver(const SimModel* m, const SimData* d, int w0, int scratch,
                                                    unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // ... the smooth dynamics' adjoint, the input's cotangents, the tape popped (the last substep restores the state)
-__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int last,
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimData* d, int w0, int last,
                                                    unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   int k = wd->tape_k[0];
   if (k >= 0) {
@@ -43,22 +43,29 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimD
 }
 
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv, cudaEvent_t* ev, unsigned long long* clk) {
-  unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
+                                          int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
+  unsigned nt = 32 * SIMCUDA_WPB;
   size_t sh = simcuda_solver_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
   if (!staged || nsub < 1) {
-    k_control_step_backward<<<nb, nt>>>(m, d, nsub);
+    k_control_step_backward<<<simcuda_blocks(nworld), nt>>>(m, d, nsub);
     return;
   }
-  for (int s = 0; s < nsub; s++) {
-    cudaEvent_t* e = ev ? ev + s * (SIMCUDA_NBWD_KERNEL + 1) : NULL;  // around the three kernels (timing)
-    unsigned long long* c = clk ? clk + (size_t)s * SIMCUDA_NBWD_KERNEL * cw : NULL;  // world clocks
-    if (e) cudaEventRecord(e[0]);
-    k_bwd_pre<<<nb, nt>>>(m, d, s == 0, c);
-    if (e) cudaEventRecord(e[1]);
-    k_bwd_solver<<<nb, nt, sh>>>(m, d, sh > 0, c ? c + cw : NULL);
-    if (e) cudaEventRecord(e[2]);
-    k_bwd_smooth<<<nb, nt>>>(m, d, s == nsub - 1, c ? c + 2 * cw : NULL);
-    if (e) cudaEventRecord(e[3]);
-  }
+  cudaStream_t st[SIMCUDA_MAX_STREAMS];
+  int ng = simcuda_streams_fork(ev || clk ? 1 : ngroup, st);
+  for (int s = 0; s < nsub; s++)
+    for (int i = 0; i < ng; i++) {
+      int w0, n = simcuda_group(nworld, ng, i, &w0);
+      unsigned nb = simcuda_blocks(n);
+      if (n == 0) continue;
+      cudaEvent_t* e = ev ? ev + s * (SIMCUDA_NBWD_KERNEL + 1) : NULL;  // around the three kernels (timing)
+      unsigned long long* c = clk ? clk + (size_t)s * SIMCUDA_NBWD_KERNEL * cw : NULL;  // world clocks
+      if (e) cudaEventRecord(e[0]);
+      k_bwd_pre<<<nb, nt, 0, st[i]>>>(m, d, w0, s == 0, c);
+      if (e) cudaEventRecord(e[1]);
+      k_bwd_solver<<<nb, nt, sh, st[i]>>>(m, d, w0, sh > 0, c ? c + cw : NULL);
+      if (e) cudaEventRecord(e[2]);
+      k_bwd_smooth<<<nb, nt, 0, st[i]>>>(m, d, w0, s == nsub - 1, c ? c + 2 * cw : NULL);
+      if (e) cudaEventRecord(e[3]);
+    }
+  simcuda_streams_join(ng, st);
 }

@@ -71,12 +71,14 @@ static inline size_t simcuda_solver_shmem(int nv, int staged) {
     __syncwarp();                                                                                   \
   }
 
-// Every kernel's prologue: world w of this warp (whole warps past the batch leave), its view `wd`, its `lane`
-#define SIMCUDA_WORLD(m, d)                                   \
-  int w = blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32;        \
+// Every kernel's prologue: world w of this warp (whole warps past the batch leave), its view `wd`, its `lane`;
+// the staged kernels' launch covers the worlds from w0 on (simcuda_group)
+#define SIMCUDA_WORLD_AT(m, d, w0)                            \
+  int w = (w0) + blockIdx.x * SIMCUDA_WPB + threadIdx.x / 32; \
   if (w >= (d)->nworld) return;                               \
   SIMCUDA_VIEW(m, d, w);                                      \
   const int lane = threadIdx.x & 31
+#define SIMCUDA_WORLD(m, d) SIMCUDA_WORLD_AT(m, d, 0)
 
 // World clock (simcuda_world_clock): clk NULL, or SIMCUDA_CLOCK_WORDS words per world for this launch of the
 // kernel: the global timer (ns) at the world's start and end, its SM's cycles from start to end, and its SM id,
@@ -109,6 +111,22 @@ static __device__ __forceinline__ unsigned long long simcuda_globaltimer(void) {
 
 static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + SIMCUDA_WPB - 1) / SIMCUDA_WPB); }
 
+// World groups on streams (simcuda_set_streams): the staged launch may split the batch into ngroup groups of
+// consecutive worlds (a multiple of SIMCUDA_WPB each, the last one shorter), each group's kernels, all substeps,
+// in order on a stream of its own. A launch's last worlds leave most of the GPU idle until its slowest ends; the
+// other groups' kernels fill it. A world's kernels and their order are the same: the same bits for any ngroup.
+// simcuda_group: group i's first world and count (count 0: the group is empty). simcuda_streams_fork: the groups'
+// streams wait for the work issued so far on the legacy default stream (ngroup <= 1: no streams, s[0] = 0);
+// simcuda_streams_join: the legacy stream waits for the groups. The streams and events are made once, on first use.
+#define SIMCUDA_MAX_STREAMS 8
+static inline int simcuda_group(int nworld, int ngroup, int i, int* w0) {
+  int size = ((nworld + ngroup - 1) / ngroup + SIMCUDA_WPB - 1) / SIMCUDA_WPB * SIMCUDA_WPB;
+  *w0 = i * size;
+  return *w0 >= nworld ? 0 : SIM_MIN(size, nworld - *w0);
+}
+int simcuda_streams_fork(int ngroup, cudaStream_t* s);
+void simcuda_streams_join(int ngroup, const cudaStream_t* s);
+
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
 // staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
@@ -117,9 +135,10 @@ void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int s
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);
 // clk (staged only; NULL: off): nsub x SIMCUDA_NSUB_KERNEL launches' world clocks, SIMCUDA_CLOCK_WORDS x nworld
 // words each, in launch order; the backward's nsub x SIMCUDA_NBWD_KERNEL likewise.
+// ngroup: world groups on streams (staged, without ev and clk; above); 1 or less: one launch per kernel.
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv, cudaEvent_t* ev, unsigned long long* clk);
+                                 int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk);
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv, cudaEvent_t* ev, unsigned long long* clk);
+                                          int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk);
 
 #endif

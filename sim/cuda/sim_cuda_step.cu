@@ -18,9 +18,9 @@ __global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* m, const SimData* 
 // split over six kernels. Each kernel gets the registers and the code of its own stages, so the light stages
 // run with more warps per SM than the fused kernel allows (its register count is that of its heaviest stage),
 // and a warp's code stays within the instruction cache. Euler and implicitfast only (RK4 stays fused).
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int record,
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int w0, int record,
                                                      unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   int k = record ? sim_tape_push(m, wd, lane, 32) : -1;
   sim_reset_if_bad(m, wd, 0, lane, 32);
@@ -28,21 +28,21 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const Si
   if (k >= 0) sim_adj_tape_geometry(m, wd, k, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_collision(const SimModel* m, const SimData* d, unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_collision(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   sim_collision(m, wd, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d, unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   sim_forward_smooth(m, wd, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
-__global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int scratch,
+__global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int w0, int scratch,
                                                        unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
   sim_constraint(m, wd, lane, 32);
@@ -50,15 +50,15 @@ __global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const 
 }
 // a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave); its
 // tape entry keeps the first forward's geometry (sim_step_forward_world)
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_repair(const SimModel* m, const SimData* d, unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_repair(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   if (sim_reset_if_bad(m, wd, 1, lane, 32)) sim_forward_world(m, wd, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const SimData* d, int record,
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const SimData* d, int w0, int record,
                                                       unsigned long long* clk) {
-  SIMCUDA_WORLD(m, d);
+  SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   if (record && wd->tape_k[0] >= 0) sim_adj_tape_solution(m, wd, wd->tape_k[0], lane, 32);
   sim_integrate_stage(m, wd, lane, 32);
@@ -66,40 +66,83 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
+// The staged launch's streams (sim_cuda_launch.h): made on first use, kept for the process
+static cudaStream_t g_stream[SIMCUDA_MAX_STREAMS];
+static cudaEvent_t g_fork, g_join[SIMCUDA_MAX_STREAMS];
+static int g_nstream = 0;
+
+int simcuda_streams_fork(int ngroup, cudaStream_t* s) {
+  if (ngroup > SIMCUDA_MAX_STREAMS) ngroup = SIMCUDA_MAX_STREAMS;
+  if (ngroup <= 1) {
+    s[0] = 0;
+    return 1;
+  }
+  if (!g_nstream) {
+    if (cudaEventCreateWithFlags(&g_fork, cudaEventDisableTiming) != cudaSuccess) return 1;
+    for (int i = 0; i < SIMCUDA_MAX_STREAMS; i++)
+      if (cudaStreamCreateWithFlags(&g_stream[i], cudaStreamNonBlocking) != cudaSuccess ||
+          cudaEventCreateWithFlags(&g_join[i], cudaEventDisableTiming) != cudaSuccess)
+        return 1;  // the error stays for the caller's cudaGetLastError; nothing is launched on the streams
+    g_nstream = SIMCUDA_MAX_STREAMS;
+  }
+  cudaEventRecord(g_fork, 0);
+  for (int i = 0; i < ngroup; i++) {
+    s[i] = g_stream[i];
+    cudaStreamWaitEvent(s[i], g_fork, 0);
+  }
+  return ngroup;
+}
+
+void simcuda_streams_join(int ngroup, const cudaStream_t* s) {
+  for (int i = 0; i < ngroup && ngroup > 1; i++) {
+    cudaEventRecord(g_join[i], s[i]);
+    cudaStreamWaitEvent(0, g_join[i], 0);
+  }
+}
+
 // ev: NULL, or SIMCUDA_NSUB_KERNEL + 1 events recorded around the six kernels (simcuda_time_kernels); clk: NULL,
-// or the six kernels' world clocks (sim_cuda_launch.h)
-static void launch_substep(const SimModel* m, const SimData* d, int nworld, int record, int staged, int nv,
-                           cudaEvent_t* ev, unsigned long long* clk) {
-  unsigned nb = simcuda_blocks(nworld), nt = 32 * SIMCUDA_WPB;
+// or the six kernels' world clocks (sim_cuda_launch.h). The worlds from w0, n of them, on stream st.
+static void launch_substep(const SimModel* m, const SimData* d, int nworld, int w0, int n, cudaStream_t st,
+                           int record, int staged, int nv, cudaEvent_t* ev, unsigned long long* clk) {
+  unsigned nb = simcuda_blocks(n), nt = 32 * SIMCUDA_WPB;
   size_t sh = simcuda_solver_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
 #define CLK(k) (clk ? clk + (k) * cw : NULL)
   if (ev) cudaEventRecord(ev[0]);
-  k_sub_position<<<nb, nt>>>(m, d, record, CLK(0));
+  k_sub_position<<<nb, nt, 0, st>>>(m, d, w0, record, CLK(0));
   if (ev) cudaEventRecord(ev[1]);
-  k_sub_collision<<<nb, nt>>>(m, d, CLK(1));
+  k_sub_collision<<<nb, nt, 0, st>>>(m, d, w0, CLK(1));
   if (ev) cudaEventRecord(ev[2]);
-  k_sub_smooth<<<nb, nt>>>(m, d, CLK(2));
+  k_sub_smooth<<<nb, nt, 0, st>>>(m, d, w0, CLK(2));
   if (ev) cudaEventRecord(ev[3]);
-  k_sub_constraint<<<nb, nt, sh>>>(m, d, sh > 0, CLK(3));
+  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, CLK(3));
   if (ev) cudaEventRecord(ev[4]);
-  k_sub_repair<<<nb, nt>>>(m, d, CLK(4));
+  k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(4));
   if (ev) cudaEventRecord(ev[5]);
-  k_sub_integrate<<<nb, nt>>>(m, d, record, CLK(5));
+  k_sub_integrate<<<nb, nt, 0, st>>>(m, d, w0, record, CLK(5));
   if (ev) cudaEventRecord(ev[6]);
 #undef CLK
 }
 
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv) {
-  if (staged) launch_substep(m, d, nworld, 0, staged, nv, NULL, NULL);
+  if (staged) launch_substep(m, d, nworld, 0, nworld, 0, 0, staged, nv, NULL, NULL);
   else k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
 }
 
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv, cudaEvent_t* ev, unsigned long long* clk) {
-  if (staged)
-    for (int s = 0; s < nsub; s++)
-      launch_substep(m, d, nworld, record, staged, nv, ev ? ev + s * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
-                     clk ? clk + (size_t)s * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * nworld : NULL);
-  else
+                                 int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
+  if (!staged) {
     k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
+    return;
+  }
+  cudaStream_t st[SIMCUDA_MAX_STREAMS];
+  int ng = simcuda_streams_fork(ev || clk ? 1 : ngroup, st);
+  for (int s = 0; s < nsub; s++)
+    for (int i = 0; i < ng; i++) {
+      int w0, n = simcuda_group(nworld, ng, i, &w0);
+      if (n > 0)
+        launch_substep(m, d, nworld, w0, n, st[i], record, staged, nv,
+                       ev ? ev + s * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
+                       clk ? clk + (size_t)s * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * nworld : NULL);
+    }
+  simcuda_streams_join(ng, st);
 }
