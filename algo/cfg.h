@@ -48,7 +48,7 @@ enum { CFG_OK = 0, CFG_EPARSE = -1, CFG_EIO = -2 };
   X(run, eval_device, ENUM, "cpu", "cpu|cuda", 0, "backend of the motion evaluation's physics (run.eval_motions): cpu (the CPU batch) or cuda (the CUDA environment, policy and scoring on the host)") \
   X(run, device, ENUM, "cpu", "cpu|cuda", 0, "backend") \
   X(run, cuda_launch, ENUM, "staged", "fused|staged", 0, "the CUDA engine's launch: one kernel per control step and per backward (fused) or one per group of stages (staged; the Newton solver's dense scratch in shared memory where it fits); the same results") \
-  X(run, cuda_streams, INT, "1", "[1, 8]", 0, "the staged CUDA launch's world groups, each on a stream of its own, so that one group's kernels fill the GPU while another's launch waits on its slowest worlds (1: one launch per kernel); the same results") \
+  X(run, cuda_streams, INT, "0", "[0, 8]", 0, "the staged CUDA launch's world groups, each on a stream of its own, so that one group's kernels fill the GPU while another's launch waits on its slowest worlds (1: one launch per kernel; 0: one group per 1024 worlds, at most 4); the same results") \
   X(run, tensorboard, BOOL, "true", "", 0, "write TensorBoard event files") \
   X(policy, actor_hidden, INTLIST, "[64, 64]", "[1, 65536]", CFG_H, "actor hidden widths") \
   X(policy, critic_hidden, INTLIST, "[64, 64]", "[1, 65536]", CFG_H, "critic hidden widths") \

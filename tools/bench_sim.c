@@ -39,10 +39,11 @@ static const char* kUsage =
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
     "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged-shared, the default: the\n"
     "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
-    "launch's control steps in G groups of worlds, each on a stream of its own (default 1; the same results).\n";
+    "launch's control steps in G groups of worlds, each on a stream of its own (default 0: one per 1024 worlds, up\n"
+    "to 4; the same results).\n";
 
 static int g_staged = 2;  // --launch: simcuda_set_staged's mode
-static int g_streams = 1;  // --streams: simcuda_set_streams's count
+static int g_streams = 0;  // --streams: simcuda_set_streams's count (0: by the batch's size)
 
 static double now_s(void) {
   struct timespec t;
@@ -674,7 +675,7 @@ int bench_sim_main(int argc, char** argv) {
       if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused, staged or staged-shared\n");
       g_staged = bad ? 2 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
     } else if (!strcmp(a, "--streams")) {
-      bad = cli_int(argc, argv, &i, 1, 8, &g_streams);
+      bad = cli_int(argc, argv, &i, 0, 8, &g_streams);
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

@@ -21,7 +21,8 @@ struct SimCuda {
   void* data_buf;
   const void* host_model_buf;  // to rebase host pointers
   int staged;         // 0: fused kernels; 1, 2: one kernel per group of stages (simcuda_set_staged)
-  int nstream;        // world groups on streams of the staged control step and backward (simcuda_set_streams)
+  int nstream;        // world groups on streams of the staged control step and backward (simcuda_set_streams;
+                      // 0: by the batch's size)
 };
 
 static char g_err[512] = "";
@@ -79,7 +80,7 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
   CU_CHECK(cudaMalloc((void**)&g->dd, sizeof(SimData)));
   CU_CHECK(cudaMemcpy(g->dd, &g->hd, sizeof(SimData), cudaMemcpyHostToDevice));
   simcuda_set_staged(g, 2);  // the default launch
-  simcuda_set_streams(g, 1);
+  simcuda_set_streams(g, 0);
   return SIM_OK;
 }
 
@@ -91,11 +92,19 @@ extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
 extern "C" int simcuda_staged(const SimCuda* g) { return g->staged; }
 
 extern "C" int simcuda_set_streams(SimCuda* g, int nstream) {
-  g->nstream = nstream < 1 ? 1 : nstream > SIMCUDA_MAX_STREAMS ? SIMCUDA_MAX_STREAMS : nstream;
-  return g->nstream;
+  g->nstream = nstream < 0 ? 0 : nstream > SIMCUDA_MAX_STREAMS ? SIMCUDA_MAX_STREAMS : nstream;
+  return simcuda_streams(g);
 }
 
-extern "C" int simcuda_streams(const SimCuda* g) { return g->nstream; }
+// 0: a group per SIMCUDA_GROUP_WORLDS worlds, up to SIMCUDA_AUTO_STREAMS; smaller batches stay on one stream,
+// where more launches would cost more than the tails they fill
+#define SIMCUDA_GROUP_WORLDS 1024
+#define SIMCUDA_AUTO_STREAMS 4
+extern "C" int simcuda_streams(const SimCuda* g) {
+  if (g->nstream) return g->nstream;
+  int n = g->hd.nworld / SIMCUDA_GROUP_WORLDS;
+  return n < 1 ? 1 : n > SIMCUDA_AUTO_STREAMS ? SIMCUDA_AUTO_STREAMS : n;
+}
 
 extern "C" void simcuda_free(SimCuda* g) {
   if (!g) return;
@@ -149,8 +158,8 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, g->nstream, NULL,
-                              NULL);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, simcuda_streams(g),
+                              NULL, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -161,8 +170,8 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, g->nstream, NULL,
-                                       NULL);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, simcuda_streams(g),
+                                       NULL, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }

@@ -33,8 +33,10 @@ int simcuda_set_staged(SimCuda* g, int staged);
 int simcuda_staged(const SimCuda* g);
 // The staged control step and its backward in nstream groups of consecutive worlds, each group's kernels on a
 // stream of its own, so that one group's kernels fill the GPU while another's launch waits on its slowest worlds
-// (sim_cuda_launch.h). The same bits for every count; 1 (the default): one launch per kernel on the legacy
-// stream. Returns the count set (1 to 8).
+// (sim_cuda_launch.h). The same bits for every count; 1: one launch per kernel on the legacy stream; 0 (the
+// default): one group per 1024 worlds, at most 4 (G1, 4096 worlds, H100: forward 7.94 -> 6.99 ms, with the
+// backward 14.13 -> 12.62 ms against one stream; 2 and 8 streams less; bench/RESULTS.md 2026-12-07).
+// simcuda_streams: the count the batch's launches use (1 to 8).
 int simcuda_set_streams(SimCuda* g, int nstream);
 int simcuda_streams(const SimCuda* g);
 
