@@ -215,8 +215,10 @@ SIM_FN int sim_ballot_append(int* list, int cnt, int pred, int v, int lane) {
 
 // SIM_NO_UNROLL before a loop: compiled as written. For short loops (a lane's share of a world's dofs or rows, a
 // dependent chain over a dof's ancestors or a few rows), which the GPU compiler otherwise unrolls with remainder
-// code at every inlined call site: code, and instruction fetches, for passes that rarely run.
-#ifdef __CUDA_ARCH__
+// code at every inlined call site: code, and instruction fetches, for passes that rarely run. The build switch
+// SIM_GPU_COMPILER_UNROLL (-DSIM_GPU_COMPILER_UNROLL in CMAKE_CUDA_FLAGS) leaves these loops to the compiler again,
+// to measure what the marks do.
+#if defined(__CUDA_ARCH__) && !defined(SIM_GPU_COMPILER_UNROLL)
 #define SIM_NO_UNROLL _Pragma("unroll 1")
 #else
 #define SIM_NO_UNROLL

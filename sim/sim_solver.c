@@ -584,15 +584,30 @@ SIM_FN_INLINE sim_real sim_M_entry(const SimModel* m, const SimWorld* d, int ja,
 // ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse; the island lists
 // its dofs ascending, so ja >= jb). Where M has no entry the sum adds +0, which leaves it unchanged: it starts at
 // +0 and so is never -0. MuJoCo skips a row whose J(r, a) is 0; its term here is a signed zero, which leaves such a
-// sum unchanged as well (finite J), and without the test the rows' loads do not wait on each other's.
+// sum unchanged as well (finite J), and without the test the rows' loads do not wait on each other's. Four rows a
+// pass, their loads issued before the four terms are added in order: the worlds with the most rows end a launch
+// (bench/RESULTS.md 2026-12-07, world clocks), their warps often alone on a scheduler, where each pass of a loop of
+// dependent loads waits out their latency.
 SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
-  int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b];
+  int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b], q = 0;
+  const int* qrow = d->sol_qrow;
+  const sim_real *J = d->efc_J, *D = d->efc_D;
   sim_real s = 0;
   SIM_NO_UNROLL
-  for (int q = 0; q < nq; q++) {
-    int r = d->sol_qrow[q];
-    const sim_real* J = d->efc_J + (size_t)r * nv;
-    s = sim_fmadd(J[jb], J[ja] * d->efc_D[r], s);
+  for (; q + 4 <= nq; q += 4) {
+    size_t r0 = (size_t)qrow[q], r1 = (size_t)qrow[q + 1], r2 = (size_t)qrow[q + 2], r3 = (size_t)qrow[q + 3];
+    sim_real u0 = J[r0 * nv + ja] * D[r0], u1 = J[r1 * nv + ja] * D[r1];
+    sim_real u2 = J[r2 * nv + ja] * D[r2], u3 = J[r3 * nv + ja] * D[r3];
+    sim_real v0 = J[r0 * nv + jb], v1 = J[r1 * nv + jb], v2 = J[r2 * nv + jb], v3 = J[r3 * nv + jb];
+    s = sim_fmadd(v0, u0, s);
+    s = sim_fmadd(v1, u1, s);
+    s = sim_fmadd(v2, u2, s);
+    s = sim_fmadd(v3, u3, s);
+  }
+  SIM_NO_UNROLL
+  for (; q < nq; q++) {
+    size_t r = (size_t)qrow[q];
+    s = sim_fmadd(J[r * nv + jb], J[r * nv + ja] * D[r], s);
   }
   return s + sim_M_entry(m, d, ja, jb);
 }
