@@ -42,30 +42,37 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimD
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
+typedef struct {
+  const SimModel* m;
+  const SimData* d;
+  int nworld, nsub;
+  size_t sh;
+  cudaEvent_t* ev;
+  unsigned long long* clk;
+} BwdArgs;
+
+// substep s's three kernels for the worlds from w0, n of them, on stream st
+static void group_bwd_substep(const void* ctx, int s, int w0, int n, cudaStream_t st) {
+  const BwdArgs* a = (const BwdArgs*)ctx;
+  unsigned nb = simcuda_blocks(n), nt = 32 * SIMCUDA_WPB;
+  size_t cw = (size_t)SIMCUDA_CLOCK_WORDS * a->nworld;
+  cudaEvent_t* e = a->ev ? a->ev + s * (SIMCUDA_NBWD_KERNEL + 1) : NULL;  // around the three kernels (timing)
+  unsigned long long* c = a->clk ? a->clk + (size_t)s * SIMCUDA_NBWD_KERNEL * cw : NULL;  // world clocks
+  if (e) cudaEventRecord(e[0]);
+  k_bwd_pre<<<nb, nt, 0, st>>>(a->m, a->d, w0, s == 0, c);
+  if (e) cudaEventRecord(e[1]);
+  k_bwd_solver<<<nb, nt, a->sh, st>>>(a->m, a->d, w0, a->sh > 0, c ? c + cw : NULL);
+  if (e) cudaEventRecord(e[2]);
+  k_bwd_smooth<<<nb, nt, 0, st>>>(a->m, a->d, w0, s == a->nsub - 1, c ? c + 2 * cw : NULL);
+  if (e) cudaEventRecord(e[3]);
+}
+
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
                                           int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
-  unsigned nt = 32 * SIMCUDA_WPB;
-  size_t sh = simcuda_solver_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
   if (!staged || nsub < 1) {
-    k_control_step_backward<<<simcuda_blocks(nworld), nt>>>(m, d, nsub);
+    k_control_step_backward<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub);
     return;
   }
-  cudaStream_t st[SIMCUDA_MAX_STREAMS];
-  int ng = simcuda_streams_fork(ev || clk ? 1 : ngroup, st);
-  for (int s = 0; s < nsub; s++)
-    for (int i = 0; i < ng; i++) {
-      int w0, n = simcuda_group(nworld, ng, i, &w0);
-      unsigned nb = simcuda_blocks(n);
-      if (n == 0) continue;
-      cudaEvent_t* e = ev ? ev + s * (SIMCUDA_NBWD_KERNEL + 1) : NULL;  // around the three kernels (timing)
-      unsigned long long* c = clk ? clk + (size_t)s * SIMCUDA_NBWD_KERNEL * cw : NULL;  // world clocks
-      if (e) cudaEventRecord(e[0]);
-      k_bwd_pre<<<nb, nt, 0, st[i]>>>(m, d, w0, s == 0, c);
-      if (e) cudaEventRecord(e[1]);
-      k_bwd_solver<<<nb, nt, sh, st[i]>>>(m, d, w0, sh > 0, c ? c + cw : NULL);
-      if (e) cudaEventRecord(e[2]);
-      k_bwd_smooth<<<nb, nt, 0, st[i]>>>(m, d, w0, s == nsub - 1, c ? c + 2 * cw : NULL);
-      if (e) cudaEventRecord(e[3]);
-    }
-  simcuda_streams_join(ng, st);
+  BwdArgs a = {m, d, nworld, nsub, simcuda_solver_shmem(nv, staged), ev, clk};
+  simcuda_launch_groups(nworld, nsub, ev || clk ? 1 : ngroup, group_bwd_substep, &a);
 }

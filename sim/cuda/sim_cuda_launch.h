@@ -115,17 +115,19 @@ static inline unsigned simcuda_blocks(int nworld) { return (unsigned)((nworld + 
 // consecutive worlds (a multiple of SIMCUDA_WPB each, the last one shorter), each group's kernels, all substeps,
 // in order on a stream of its own. A launch's last worlds leave most of the GPU idle until its slowest ends; the
 // other groups' kernels fill it. A world's kernels and their order are the same: the same bits for any ngroup.
-// simcuda_group: group i's first world and count (count 0: the group is empty). simcuda_streams_fork: the groups'
-// streams wait for the work issued so far on the legacy default stream (ngroup <= 1: no streams, s[0] = 0);
-// simcuda_streams_join: the legacy stream waits for the groups. The streams and events are made once, on first use.
+// simcuda_group: group i's first world and count (count 0: the group is empty). The streams and events are made
+// once, on first use.
 #define SIMCUDA_MAX_STREAMS 8
 static inline int simcuda_group(int nworld, int ngroup, int i, int* w0) {
   int size = ((nworld + ngroup - 1) / ngroup + SIMCUDA_WPB - 1) / SIMCUDA_WPB * SIMCUDA_WPB;
   *w0 = i * size;
   return *w0 >= nworld ? 0 : SIM_MIN(size, nworld - *w0);
 }
-int simcuda_streams_fork(int ngroup, cudaStream_t* s);
-void simcuda_streams_join(int ngroup, const cudaStream_t* s);
+// simcuda_launch_groups: for each of nsub substeps, f(ctx, s, w0, n, stream) for each non-empty group (ngroup <= 1:
+// the whole batch on the legacy stream); the groups' streams first wait for the work issued so far on the legacy
+// default stream, which then waits for them.
+typedef void (*SimcudaGroupLaunch)(const void* ctx, int s, int w0, int n, cudaStream_t st);
+void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch f, const void* ctx);
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);

@@ -66,17 +66,16 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
-// The staged launch's streams (sim_cuda_launch.h): made on first use, kept for the process
+// The staged launch's streams (sim_cuda_launch.h): made on first use, kept for the process; streams_fork: the
+// groups' streams wait for the work issued so far on the legacy stream (one group: none, the legacy stream)
 static cudaStream_t g_stream[SIMCUDA_MAX_STREAMS];
 static cudaEvent_t g_fork, g_join[SIMCUDA_MAX_STREAMS];
 static int g_nstream = 0;
 
-int simcuda_streams_fork(int ngroup, cudaStream_t* s) {
+static int streams_fork(int ngroup, cudaStream_t* s) {
   if (ngroup > SIMCUDA_MAX_STREAMS) ngroup = SIMCUDA_MAX_STREAMS;
-  if (ngroup <= 1) {
-    s[0] = 0;
-    return 1;
-  }
+  s[0] = 0;
+  if (ngroup <= 1) return 1;
   if (!g_nstream) {
     if (cudaEventCreateWithFlags(&g_fork, cudaEventDisableTiming) != cudaSuccess) return 1;
     for (int i = 0; i < SIMCUDA_MAX_STREAMS; i++)
@@ -93,9 +92,16 @@ int simcuda_streams_fork(int ngroup, cudaStream_t* s) {
   return ngroup;
 }
 
-void simcuda_streams_join(int ngroup, const cudaStream_t* s) {
-  for (int i = 0; i < ngroup && ngroup > 1; i++) {
-    cudaEventRecord(g_join[i], s[i]);
+void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch f, const void* ctx) {
+  cudaStream_t st[SIMCUDA_MAX_STREAMS];
+  int ng = streams_fork(ngroup, st);
+  for (int s = 0; s < nsub; s++)
+    for (int i = 0; i < ng; i++) {
+      int w0, n = simcuda_group(nworld, ng, i, &w0);
+      if (n > 0) f(ctx, s, w0, n, st[i]);
+    }
+  for (int i = 0; i < ng && ng > 1; i++) {  // the legacy stream waits for the groups
+    cudaEventRecord(g_join[i], st[i]);
     cudaStreamWaitEvent(0, g_join[i], 0);
   }
 }
@@ -128,21 +134,27 @@ void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int st
   else k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
 }
 
+typedef struct {
+  const SimModel* m;
+  const SimData* d;
+  int nworld, record, staged, nv;
+  cudaEvent_t* ev;
+  unsigned long long* clk;
+} SubstepArgs;
+
+static void group_substep(const void* ctx, int s, int w0, int n, cudaStream_t st) {
+  const SubstepArgs* a = (const SubstepArgs*)ctx;
+  launch_substep(a->m, a->d, a->nworld, w0, n, st, a->record, a->staged, a->nv,
+                 a->ev ? a->ev + s * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
+                 a->clk ? a->clk + (size_t)s * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * a->nworld : NULL);
+}
+
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
                                  int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
   if (!staged) {
     k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
     return;
   }
-  cudaStream_t st[SIMCUDA_MAX_STREAMS];
-  int ng = simcuda_streams_fork(ev || clk ? 1 : ngroup, st);
-  for (int s = 0; s < nsub; s++)
-    for (int i = 0; i < ng; i++) {
-      int w0, n = simcuda_group(nworld, ng, i, &w0);
-      if (n > 0)
-        launch_substep(m, d, nworld, w0, n, st[i], record, staged, nv,
-                       ev ? ev + s * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
-                       clk ? clk + (size_t)s * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * nworld : NULL);
-    }
-  simcuda_streams_join(ng, st);
+  SubstepArgs a = {m, d, nworld, record, staged, nv, ev, clk};
+  simcuda_launch_groups(nworld, nsub, ev || clk ? 1 : ngroup, group_substep, &a);
 }
