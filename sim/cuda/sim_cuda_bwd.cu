@@ -9,7 +9,8 @@ __global__ void SIMCUDA_BOUNDS k_control_step_backward(const SimModel* m, const 
 }
 
 // staged, per substep: the taped forward and the integrator's adjoint (the first substep saves the state) ...
-__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int w0, int first, unsigned long long* clk) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_bwd_pre(const SimModel* m, const SimData* d, int w0, int first,
+                                                unsigned long long* clk) {
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   if (first) sim_adj_save_state(m, wd, lane, 32);

@@ -28,13 +28,15 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const Si
   if (k >= 0) sim_adj_tape_geometry(m, wd, k, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_collision(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_collision(const SimModel* m, const SimData* d, int w0,
+                                                      unsigned long long* clk) {
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   sim_collision(m, wd, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimData* d, int w0,
+                                                   unsigned long long* clk) {
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   sim_forward_smooth(m, wd, lane, 32);
@@ -50,7 +52,8 @@ __global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const 
 }
 // a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave); its
 // tape entry keeps the first forward's geometry (sim_step_forward_world)
-__global__ void SIMCUDA_STAGED_BOUNDS k_sub_repair(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_repair(const SimModel* m, const SimData* d, int w0,
+                                                   unsigned long long* clk) {
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   if (sim_reset_if_bad(m, wd, 1, lane, 32)) sim_forward_world(m, wd, lane, 32);
