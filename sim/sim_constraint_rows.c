@@ -395,16 +395,12 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
   d->efc_diagA[r] = R * imp / (1 - imp);
 
   // mj_referenceConstraint
-  // and, where SIM_JMASK, the row's non-zero dofs for the solver's products with it (sim_rowdot), in the same walk
   sim_real vel = 0;
-  unsigned bits[2] = {0, 0};
-  for (int j = 0; j < nv; j++) {
-    sim_real rj = row[j];
-    vel += rj * d->qvel[j];
-    bits[(j >> 5) & 1] |= (unsigned)(rj != 0) << (j & 31);  // kept only where nv <= 64
-  }
+  for (int j = 0; j < nv; j++) vel += row[j] * d->qvel[j];
   d->efc_vel[r] = vel;
-  if (SIM_JMASK(m)) {
+  if (SIM_JMASK(m)) {  // the row's non-zero dofs, for the solver's products with it (sim_rowdot)
+    unsigned bits[2] = {0, 0};
+    for (int j = 0; j < nv; j++) bits[j >> 5] |= (unsigned)(row[j] != 0) << (j & 31);
     d->efc_Jmask[2 * r] = (int)bits[0];
     d->efc_Jmask[2 * r + 1] = (int)bits[1];
   }
