@@ -158,46 +158,19 @@ SIM_FN void sim_island_onetree(const SimModel* m, SimWorld* d, int lane, int nla
 // (ascending, listed in M_desc, so that no load waits on the previous descendant's test): the order in which
 // mju_mulSymVecSparse's row sweep accumulates it. Outputs go to lanes in passes of nlane, every second pass in
 // reverse: a tree's first dofs (a free joint's six: all the other dofs descend from them) have the longest sums, and
-// its last ones, which a second pass holds, short ones, so the lanes of the long sums take no second output. Four
-// terms a pass, their loads issued before they are added in order: a free joint's lanes (35 terms on a G1) wait
-// out a load's latency once a pass, not once a term (as sim_hessian_entry).
+// its last ones, which a second pass holds, short ones, so the lanes of the long sums take no second output.
 SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, const sim_real* v, const int* dofs,
                           int n, int lane, int nlane) {
   for (int base = 0, pass = 0; base < n; base += nlane, pass++) {
     int k = base + (pass & 1 ? nlane - 1 - lane : lane);
     if (k >= n) continue;
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
-    const int* col = m->M_colind + adr;
     sim_real s = M[adr + diag] * v[i];
-    int q = diag - 1;
     SIM_NO_UNROLL
-    for (; q >= 3; q -= 4) {
-      int c0 = col[q], c1 = col[q - 1], c2 = col[q - 2], c3 = col[q - 3];
-      sim_real a0 = M[adr + q], a1 = M[adr + q - 1], a2 = M[adr + q - 2], a3 = M[adr + q - 3];
-      sim_real b0 = v[c0], b1 = v[c1], b2 = v[c2], b3 = v[c3];
-      s = sim_fmadd(a0, b0, s);
-      s = sim_fmadd(a1, b1, s);
-      s = sim_fmadd(a2, b2, s);
-      s = sim_fmadd(a3, b3, s);
-    }
-    SIM_NO_UNROLL
-    for (; q >= 0; q--) s = sim_fmadd(M[adr + q], v[col[q]], s);
+    for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
     const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
-    int nd = m->M_desc_num[i];
-    q = 0;
     SIM_NO_UNROLL
-    for (; q + 4 <= nd; q += 4) {
-      const int* e = desc + 2 * q;
-      int c0 = e[0], c1 = e[2], c2 = e[4], c3 = e[6], p0 = e[1], p1 = e[3], p2 = e[5], p3 = e[7];
-      sim_real a0 = M[p0], a1 = M[p1], a2 = M[p2], a3 = M[p3];
-      sim_real b0 = v[c0], b1 = v[c1], b2 = v[c2], b3 = v[c3];
-      s = sim_fmadd(a0, b0, s);
-      s = sim_fmadd(a1, b1, s);
-      s = sim_fmadd(a2, b2, s);
-      s = sim_fmadd(a3, b3, s);
-    }
-    SIM_NO_UNROLL
-    for (; q < nd; q++) s = sim_fmadd(M[desc[2 * q + 1]], v[desc[2 * q]], s);
+    for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s = sim_fmadd(M[desc[2 * q + 1]], v[desc[2 * q]], s);
     res[i] = s;
   }
 }
@@ -210,22 +183,11 @@ SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const si
   const sim_real* J = d->efc_J + (size_t)r * m->nv;
   sim_real s = 0;
   if (SIM_JMASK(m)) {
-    for (int w = 0; w < 2; w++) {
-      const sim_real *Jw = J + 32 * w, *vw = v + 32 * w;
-      unsigned bits = (unsigned)d->efc_Jmask[2 * r + w];
-      // two dofs a pass, both loads issued before the terms are added in order (as sim_mulM_dofs)
-      SIM_NO_UNROLL
-      while (bits & (bits - 1)) {
-        int j0 = sim_ctz(bits);
-        bits &= bits - 1;
-        int j1 = sim_ctz(bits);
-        bits &= bits - 1;
-        sim_real a0 = Jw[j0], b0 = vw[j0], a1 = Jw[j1], b1 = vw[j1];
-        s = sim_fmadd(a0, b0, s);
-        s = sim_fmadd(a1, b1, s);
+    for (int w = 0; w < 2; w++)
+      for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
+        int j = 32 * w + sim_ctz(bits);
+        s = sim_fmadd(J[j], v[j], s);
       }
-      if (bits) s = sim_fmadd(Jw[sim_ctz(bits)], vw[sim_ctz(bits)], s);
-    }
     return s;
   }
   for (int k = 0; k < n; k++) s = sim_fmadd(J[dofs[k]], v[dofs[k]], s);
