@@ -34,12 +34,6 @@
 #define SIM_ADJ_CON_ABG 30   // (9) A, B, G: sum over the contact's rows of alpha w, beta w, gamma w
 #define SIM_ADJ_CON_FRIC 39  // (1) cotangent of the contact's sliding friction (condim 3; 0 for condim 1)
 
-// dof i lies on the dof chain ending at dof `last`: last is i or one of i's descendants (sim_dof_subtree_end); the
-// answer of a walk up last's parents to i, without the walk's dependent loads
-SIM_FN int sim_adj_on_chain(const SimModel* m, int last, int i) {
-  return i <= last && last < sim_dof_subtree_end(m, i);
-}
-
 // per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
@@ -207,15 +201,21 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
   int ncon = SIM_MIN(d->ncon[0], m->nconmax);
   if (ncon == 0) return;
   int* conrow = d->adj_map + m->nv + m->nefcmax;
+  int* conlast = conrow + m->nconmax;  // per contact, the last dof of each side's chain (-1: none)
   sim_adj_contact_rows(m, d, conrow, ncon, lane, nlane);
   SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane)
-    if (conrow[c] >= 0) sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
+    if (conrow[c] >= 0) {
+      sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
+      conlast[2 * c] = sim_body_lastdof(m, m->geom_bodyid[d->contact_geom[2 * c]]);
+      conlast[2 * c + 1] = sim_body_lastdof(m, m->geom_bodyid[d->contact_geom[2 * c + 1]]);
+    }
   SIM_SYNC();
   // The gathers to geoms (position and frame of each side, the sliding friction's source) and to root bodies (the
   // subtree com of each side's root): the contacts in order, the 16 components across lanes (lane k owns component k
   // of every geom or body), so that each accumulator receives its terms in contact order, then side order, as a walk
-  // per geom or per body gives them, while no lane waits on another's geoms.
+  // per geom or per body gives them, while no lane waits on another's geoms. A geom of the world body takes none:
+  // the kinematics adjoint reads the geoms of the moving bodies only (a floor contact's plane).
   const sim_real* gf = sim_prm_friction(m, d);  // (ngeom, 3) the frictions the contacts were mixed from
   for (int c = 0; c < ncon; c++) {
     if (conrow[c] < 0) continue;
@@ -234,6 +234,7 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
       }
       for (int side = 0; side < 2; side++) {
         int g = d->contact_geom[2 * c + side];
+        if (k < 12 && m->geom_bodyid[g] == 0) continue;
         if (k < 3) {
           d->adj_geom_xpos[3 * g + k] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
         } else if (k < 12) {
@@ -249,18 +250,21 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
   SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     sim_real* cb = d->adj_cdof + 6 * i;
+    // dof i lies on the dof chain ending at dof `last` where last is i or one of i's descendants: i <= last < iend
+    // (the answer of a walk up last's parents to i, without the walk's dependent loads)
+    int iend = sim_dof_subtree_end(m, i);
     for (int c = 0; c < ncon; c++) {
       if (conrow[c] < 0) continue;
-      int b[2] = {m->geom_bodyid[d->contact_geom[2 * c]], m->geom_bodyid[d->contact_geom[2 * c + 1]]};
       const sim_real* ABG = d->adj_con + (size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_ABG;
       for (int side = 0; side < 2; side++) {
-        int last = sim_body_lastdof(m, b[side]);
-        if (last < 0 || !sim_adj_on_chain(m, last, i)) continue;
+        int last = conlast[2 * c + side];
+        if (last < i || last >= iend) continue;  // also where last is -1 (no dof): i >= 0
+        int b = m->geom_bodyid[d->contact_geom[2 * c + side]];
         sim_real X[3] = {0, 0, 0}, off[3], t[3], sg = side ? 1 : -1;
         simc_adj_acc3(X, ABG, sg * lambda[i]);
         simc_adj_acc3(X, ABG + 3, sg * d->qacc[i]);
         simc_adj_acc3(X, ABG + 6, sg * d->qvel[i]);
-        simu_sub3(off, d->contact_pos + 3 * c, d->subtree_com + 3 * m->body_rootid[b[side]]);
+        simu_sub3(off, d->contact_pos + 3 * c, d->subtree_com + 3 * m->body_rootid[b]);
         simu_cross(t, off, X);
         simu_add3(cb, cb, t);
         simu_add3(cb + 3, cb + 3, X);

@@ -109,7 +109,8 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
                                              /* [1] qacc, [2] qvel; [3] pos-bar; [4] R-bar */          \
   X(sim_real, adj_con, adj, m->nconmax * 40) /* per contact: geometry, root com cotangents, chain */    \
                                              /* sums, friction cotangent */                           \
-  X(int, adj_map, adj, m->nv + m->nefcmax + m->nconmax) /* identity dof/row lists; first row per contact */ \
+  X(int, adj_map, adj, m->nv + m->nefcmax + 3 * m->nconmax) /* identity dof/row lists; per contact: first */ \
+                                             /* row, last dof of each side's chain */                \
   /* parameter cotangents of the world's values (sim_param_fields.h; the model's when overrides are off), */ \
   /* accumulated over the backward pass, zeroed by sim_tape_clear */                                        \
   X(sim_real, adj_body_mass, adj, m->nbody)                                                        \

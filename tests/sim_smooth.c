@@ -197,8 +197,8 @@ static void test_step(const char* model, int nstate) {
 }
 
 // dof_ndesc: dof i lies on the chain of parents from dof `last` exactly where i <= last <= i + dof_ndesc[i] (a
-// subtree's dofs follow its root contiguously; sim_dof_subtree_end and sim_adj_on_chain rely on it). Also on models
-// whose simple bodies' rows of M omit ancestors, where M's pattern does not give the descendants.
+// subtree's dofs follow its root contiguously; sim_dof_subtree_end and sim_adj_contacts' chain test rely on it).
+// Also on models whose simple bodies' rows of M omit ancestors, where M's pattern does not give the descendants.
 static void test_dof_tables(const char* model) {
   char err[4096];
   void* mjv = NULL;
