@@ -5,17 +5,15 @@
 #include "sim_model.h"
 #include "sim_math.h"
 
-// Mbar += scale * sym(u v') on M's lower CSR pattern (rows across lanes)
+// Mbar += scale * sym(u v') on M's lower CSR pattern, the stored entries across lanes (each its own sum: rows
+// across lanes left a G1's longest arm rows, 16 entries, on a lane each, and three of them for a second pass)
 SIM_FN void sim_adj_M_outer(const SimModel* m, sim_real* Mbar, const sim_real* u, const sim_real* v, sim_real scale,
                             int lane, int nlane) {
   SIM_NO_UNROLL
-  for (int i = lane; i < m->nv; i += nlane) {
-    int adr = m->M_rowadr[i], diag = adr + m->M_rownnz[i] - 1;
-    for (int k = adr; k < diag; k++) {
-      int j = m->M_colind[k];
-      Mbar[k] += scale * (u[i] * v[j] + u[j] * v[i]);
-    }
-    Mbar[diag] += scale * u[i] * v[i];
+  for (int k = lane; k < m->nM; k += nlane) {
+    int i = m->M_rowind[k], j = m->M_colind[k];
+    if (j == i) Mbar[k] += scale * u[i] * v[i];
+    else Mbar[k] += scale * (u[i] * v[j] + u[j] * v[i]);
   }
   SIM_SYNC();
 }

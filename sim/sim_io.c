@@ -12,13 +12,15 @@
 #define SIM_ALIGN 64
 static size_t align_up(size_t n) { return (n + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN; }
 
-// The mass matrix's pattern tables, from M_rownnz / M_rowadr / M_colind.
+// The mass matrix's pattern tables, from M_rownnz / M_rowadr / M_colind. M_rowind: each stored entry's row.
 // M_desc: each dof's descendants with their entry in its column, as sim_mulM_dofs sums them: the dofs that follow
 // i while their row holds i at position rownnz(i) - 1 (a subtree is contiguous).
 // M_tri: the triangle of (p, e), 0 <= e <= p, in the order t = p (p + 1) / 2 + e, for the first nM pairs. A row
 // update of sim_factorI visits diag (diag + 1) / 2 of them, never more than nM (the ancestor at position p of a
 // row has at least p + 1 stored entries of its own).
 static void sim_M_tables_fill(SimModel* m) {
+  for (int i = 0; i < m->nv; i++)
+    for (int k = m->M_rowadr[i]; k < m->M_rowadr[i] + m->M_rownnz[i]; k++) m->M_rowind[k] = i;
   int q = 0;
   for (int i = 0; i < m->nv; i++) {
     int diag = m->M_rownnz[i] - 1;

@@ -172,6 +172,7 @@ enum {
   X(int, M_rownnz, nv, 1)             /* lower-triangular CSR inertia: ancestors, diagonal last */ \
   X(int, M_rowadr, nv, 1)                                                                          \
   X(int, M_colind, nM, 1)                                                                          \
+  X(int, M_rowind, nM, 1)             /* the row of each stored entry */                            \
   X(int, M_tri, nM, 2)                /* pair t -> (p, e), t = p (p + 1) / 2 + e: sim_factorI's lanes */  \
   X(int, M_desc_adr, nv, 1)           /* first of dof i's entries in M_desc */                     \
   X(int, M_desc_num, nv, 1)           /* number of them */                                         \
