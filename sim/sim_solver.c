@@ -683,20 +683,14 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
       sim_chol_chain4(L + i1 * ld, L + col[0] * ld, L + col[1] * ld, L + col[2] * ld, L + col[3] * ld, k, b,
                       shared);
     }
-    // the block's diagonal 4 x 4 on every lane: its ten chains (row k + e's, lane e's a[c], c <= e) reach every
-    // lane by ten shuffles issued together, and every lane finishes them column by column as their owners would
-    sim_real B[4][4];
-    for (int e = 0; e < 4; e++)
-      for (int c = 0; c <= e; c++) B[e][c] = sim_shfl(a[c], e, lane);
-    for (int c = 0; c < 4; c++) {  // constant counts, so that a, b and B stay in registers
+    for (int c = 0; c < 4; c++) {  // a constant count, so that a and b stay in registers
       int kc = k + c;
       if (kc >= n) break;
-      sim_real tmp = B[c][c];
+      sim_real tmp = sim_shfl(a[c], c, lane);
       int deficient = tmp < (sim_real)SIM_MINVAL;
       if (deficient) tmp = (sim_real)SIM_MINVAL;
       sim_real diag = sim_sqrt(tmp), inv = 1 / diag;
       sim_real v = deficient ? 0 : a[c] * inv, w = deficient ? 0 : b[c] * inv;
-      for (int e = c + 1; e < 4; e++) B[e][c] = deficient ? 0 : B[e][c] * inv;  // L(k + e, kc)
       if (r0 > kc && r0 < n) {
         L[r0 * ld + kc] = v;
         L[kc * ld + r0] = v;
@@ -707,10 +701,9 @@ SIM_FN_INLINE void sim_chol_factor_warp(sim_real* L, const sim_real* H, int n, i
       }
       if (lane == c) L[kc * ld + kc] = inv;
       for (int e = c + 1; e < 4; e++) {  // term j = kc of the later block columns' chains
-        sim_real lek = B[e][c];
+        sim_real lek = sim_shfl(v, e, lane);
         a[e] = sim_fmsub(v, lek, a[e]);
         b[e] = sim_fmsub(w, lek, b[e]);
-        for (int f = e; f < 4; f++) B[f][e] = sim_fmsub(B[f][c], lek, B[f][e]);
       }
     }
     SIM_SYNC();
