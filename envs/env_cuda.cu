@@ -147,8 +147,7 @@ extern "C" int env_cuda_create(EnvCuda** out, const EnvBatch* host, char* err, s
   e->task = tk;
   const SimModel* m = host->m;
   int N = host->nworld;
-  e->nq = m->nq, e->nv = m->nv, e->nM = m->nM, e->nu = m->nu, e->nbody = m->nbody, e->ngeom = m->ngeom;
-  e->adj = m->adj;
+  e->nq = m->nq, e->nv = m->nv, e->nu = m->nu, e->nbody = m->nbody, e->ngeom = m->ngeom, e->adj = m->adj;
   EnvDev* E = &e->E;
   E->N = N, E->O = host->obs_dim, E->A = host->act_dim, E->nub = m->nu ? m->nu : 1;
   E->Oc = host->critic_obs_dim;

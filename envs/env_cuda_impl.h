@@ -76,7 +76,7 @@ struct EnvCuda {
   const SimModel* dm;  // device model
   const SimData* dd;   // device SimData struct
   SimData hd;          // its host copy (device pointers)
-  int nq, nv, nu, nbody, ngeom, nM;
+  int nq, nv, nu, nbody, ngeom;
   int adj;  // the model has gradients enabled (tape, cotangents)
   EnvDev E;
   void* block;               // the device allocation of E's arrays

@@ -325,8 +325,8 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
     const int st = simcuda_staged(e->g);                                                                         \
     if (st) {                                                                                                    \
       k_env_step<EnvT_##task, 1><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
-      simcuda_launch_control_step(e->dm, e->dd, e->E.N, e->E.fs, record, st, e->nv, e->nM, simcuda_streams(e->g), \
-                                  NULL, NULL);                                                                   \
+      simcuda_launch_control_step(e->dm, e->dd, e->E.N, e->E.fs, record, st, e->nv, simcuda_streams(e->g), NULL,  \
+                                  NULL);                                                                         \
       k_env_step<EnvT_##task, 2><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
     } else {                                                                                                     \
       k_env_step<EnvT_##task, 0><<<nb, nt>>>(e->dm, e->dd, e->E, act, r, record);                                \
@@ -344,8 +344,8 @@ static unsigned env_warp_blocks(int N) { return (unsigned)((N + ENV_CUDA_WPB - 1
     const int st = simcuda_staged(e->g);                                                                         \
     if (st) {                                                                                                    \
       k_env_backward<EnvT_##task, 1><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
-      simcuda_launch_control_step_backward(e->dm, e->dd, e->E.N, e->E.fs, st, e->nv, e->nM, simcuda_streams(e->g), \
-                                           NULL, NULL);                                                          \
+      simcuda_launch_control_step_backward(e->dm, e->dd, e->E.N, e->E.fs, st, e->nv, simcuda_streams(e->g), NULL, \
+                                           NULL);                                                                \
       k_env_backward<EnvT_##task, 2><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \
     } else {                                                                                                     \
       k_env_backward<EnvT_##task, 0><<<nb, nt>>>(e->dm, e->dd, e->E, *g);                                        \

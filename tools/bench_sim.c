@@ -24,8 +24,7 @@ static const char* kUsage =
     "usage: adjoint bench sim MODEL.xml [--states key|lafan1|rollout] [--seed S] [--nworld N] [--grad NSUB]\n"
     "         [--reps R] [--cpu-nworld C] [--cpu-reps R] [--threads T] [--no-cuda] [--no-cpu] [--no-mujoco]\n"
     "         [--stages] [--nconmax C] [--nefcmax R] [--no-constraint] [--no-contact] [--steps S]\n"
-    "         [--launch fused|staged|staged-shared|staged-shared-dofs] [--streams G] [--write-states FILE]\n"
-    "         [--json FILE]\n"
+    "         [--launch fused|staged|staged-shared] [--streams G] [--write-states FILE] [--json FILE]\n"
     "One control step of NSUB substeps (default 4) from N start states (--states: the keyframe in every world\n"
     "(default); LAFAN1 frames every 0.5 s of the 40 clips on a free-base robot, placed on the floor; states of\n"
     "MuJoCo rollouts under random controls), after one untimed control step from them in each engine.\n"
@@ -39,8 +38,7 @@ static const char* kUsage =
     "--write-states: the start states for\n"
     "bench/mjx_bench.py. --steps S: also S consecutive CUDA steps from the keyframe (steps/s). --launch: the\n"
     "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged-shared, the default: the\n"
-    "solver's dense scratch in shared memory where it fits; staged: in global memory; staged-shared-dofs: also M\n"
-    "and the solver's dof vectors in the constraint kernel). --streams G: the staged\n"
+    "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
     "launch's control steps in G groups of worlds, each on a stream of its own (default 0: one per 1024 worlds, up\n"
     "to 4; the same results).\n";
 
@@ -533,11 +531,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
   if (simcuda_time_control(g, h, nsub, 0, nrep, &t0)) goto fail;
   printf("ours, CUDA (float32, %d worlds, nconmax %d, nefcmax %d, %s launch, %d stream%s): control step (%d "
          "substeps) %.4f ms = %.3e steps/s\n", nworld, m->nconmax, m->nefcmax,
-         staged == 3   ? "staged-shared-dofs"
-         : staged == 2 ? "staged-shared"
-         : staged      ? "staged"
-                       : "fused",
-         staged ? nstream : 1,
+         staged == 2 ? "staged-shared" : staged ? "staged" : "fused", staged ? nstream : 1,
          staged && nstream > 1 ? "s" : "", nsub, t0, nworld * nsub / (t0 * 1e-3));
   counts_print(&c);
   json_result("ours_cuda", "forward", nworld, 0, t0, nsub, &c);
@@ -677,15 +671,9 @@ int bench_sim_main(int argc, char** argv) {
       no_mujoco = 1;
     } else if (!strcmp(a, "--launch")) {
       const char* v = cli_value(argc, argv, &i);
-      bad = !v || (strcmp(v, "fused") && strcmp(v, "staged") && strcmp(v, "staged-shared") &&
-                   strcmp(v, "staged-shared-dofs"));
-      if (bad && v)
-        fprintf(stderr, "adjoint bench sim: --launch must be fused, staged, staged-shared or staged-shared-dofs\n");
-      g_staged = bad                                   ? 2
-                 : !strcmp(v, "staged")                ? 1
-                 : !strcmp(v, "staged-shared")         ? 2
-                 : !strcmp(v, "staged-shared-dofs")    ? 3
-                                                       : 0;
+      bad = !v || (strcmp(v, "fused") && strcmp(v, "staged") && strcmp(v, "staged-shared"));
+      if (bad && v) fprintf(stderr, "adjoint bench sim: --launch must be fused, staged or staged-shared\n");
+      g_staged = bad ? 2 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
     } else if (!strcmp(a, "--streams")) {
       bad = cli_int(argc, argv, &i, 0, 8, &g_streams);
     } else if (!strcmp(a, "--stages")) {

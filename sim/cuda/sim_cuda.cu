@@ -85,7 +85,7 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
 }
 
 extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
-  g->staged = g->hm.integrator == SIM_INT_RK4 ? 0 : staged == 2 || staged == 3 ? staged : staged != 0;
+  g->staged = g->hm.integrator == SIM_INT_RK4 ? 0 : staged == 2 ? 2 : staged != 0;
   return g->staged;
 }
 
@@ -140,7 +140,7 @@ extern "C" int simcuda_forward(SimCuda* g) {
 }
 
 extern "C" int simcuda_step(SimCuda* g) {
-  simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged, g->hm.nv, g->hm.nM);
+  simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged, g->hm.nv);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -158,8 +158,8 @@ extern "C" int simcuda_control_step(SimCuda* g, int nsub, int record) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, g->hm.nM,
-                              simcuda_streams(g), NULL, NULL);
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, record, g->staged, g->hm.nv, simcuda_streams(g),
+                              NULL, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -170,8 +170,8 @@ extern "C" int simcuda_control_step_backward(SimCuda* g, int nsub) {
     snprintf(g_err, sizeof(g_err), "simcuda_control_step_backward: gradients not enabled (sim_adjoint_enable)");
     return SIM_ERR_ARG;
   }
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, g->hm.nM,
-                                       simcuda_streams(g), NULL, NULL);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, simcuda_streams(g),
+                                       NULL, NULL);
   CU_CHECK(cudaGetLastError());
   return SIM_OK;
 }
@@ -227,7 +227,7 @@ extern "C" int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_pe
   float* t = (float*)malloc(sizeof(float) * (size_t)nrep);
   for (int r = -1; r < nrep; r++) {
     CU_CHECK(cudaEventRecord(a));
-    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged, g->hm.nv, g->hm.nM);
+    for (int k = 0; k < nstep; k++) simcuda_launch_step(g->dm, g->dd, g->hd.nworld, g->staged, g->hm.nv);
     CU_CHECK(cudaGetLastError());
     CU_CHECK(cudaEventRecord(b));
     CU_CHECK(cudaEventSynchronize(b));
@@ -288,8 +288,8 @@ static int recorded_run(SimCuda* g, const SimData* start, int nsub, cudaEvent_t*
   if (!rc) rc = simcuda_tape_clear(g);
   if (rc) return rc;
   size_t fw = (size_t)nsub * SIMCUDA_NSUB_KERNEL;
-  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, g->hm.nM, 1, ev, clk);
-  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, g->hm.nM, 1,
+  simcuda_launch_control_step(g->dm, g->dd, g->hd.nworld, nsub, 1, g->staged, g->hm.nv, 1, ev, clk);
+  simcuda_launch_control_step_backward(g->dm, g->dd, g->hd.nworld, nsub, g->staged, g->hm.nv, 1,
                                        ev ? ev + nsub * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
                                        clk ? clk + fw * SIMCUDA_CLOCK_WORDS * g->hd.nworld : NULL);
   return cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ? SIM_ERR_CUDA : SIM_OK;

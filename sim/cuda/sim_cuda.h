@@ -27,9 +27,8 @@ int simcuda_download(SimCuda* g, SimData_f32* host);
 // code; on the H200 1.3-1.5x faster than fused forward and 1.8-2.5x with the backward, G1 and humanoid,
 // bench/RESULTS.md 2026-12-05), 2 (the default) staged with the Newton solver's dense scratch in shared memory,
 // where the factor and its solves load it as shared memory (models with nv <= 39; otherwise as 1; on the H100
-// 3 % / 8 % less time than 1 on the G1 / humanoid forward, bench/RESULTS.md 2026-12-06), 3 as 2 with M and the
-// Newton solver's dof vectors also in shared memory in the solver's two kernels (where a block's fit in 48 KB;
-// otherwise as 2). Returns the mode set: RK4 models stay fused.
+// 3 % / 8 % less time than 1 on the G1 / humanoid forward, bench/RESULTS.md 2026-12-06). Returns the mode set:
+// RK4 models stay fused.
 int simcuda_set_staged(SimCuda* g, int staged);
 int simcuda_staged(const SimCuda* g);
 // The staged control step and its backward in nstream groups of consecutive worlds, each group's kernels on a

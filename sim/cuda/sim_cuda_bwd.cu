@@ -48,7 +48,6 @@ typedef struct {
   const SimData* d;
   int nworld, nsub;
   size_t sh;
-  int on;
   cudaEvent_t* ev;
   unsigned long long* clk;
 } BwdArgs;
@@ -63,19 +62,18 @@ static void group_bwd_substep(const void* ctx, int s, int w0, int n, cudaStream_
   if (e) cudaEventRecord(e[0]);
   k_bwd_pre<<<nb, nt, 0, st>>>(a->m, a->d, w0, s == 0, c);
   if (e) cudaEventRecord(e[1]);
-  k_bwd_solver<<<nb, nt, a->sh, st>>>(a->m, a->d, w0, a->on, c ? c + cw : NULL);
+  k_bwd_solver<<<nb, nt, a->sh, st>>>(a->m, a->d, w0, a->sh > 0, c ? c + cw : NULL);
   if (e) cudaEventRecord(e[2]);
   k_bwd_smooth<<<nb, nt, 0, st>>>(a->m, a->d, w0, s == a->nsub - 1, c ? c + 2 * cw : NULL);
   if (e) cudaEventRecord(e[3]);
 }
 
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv, int nM, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
+                                          int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
   if (!staged || nsub < 1) {
     k_control_step_backward<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub);
     return;
   }
-  BwdArgs a = {m, d, nworld, nsub, 0, 0, ev, clk};
-  a.sh = simcuda_solver_shmem_on(nv, nM, staged, &a.on);
+  BwdArgs a = {m, d, nworld, nsub, simcuda_solver_shmem(nv, staged), ev, clk};
   simcuda_launch_groups(nworld, nsub, ev || clk ? 1 : ngroup, group_bwd_substep, &a);
 }

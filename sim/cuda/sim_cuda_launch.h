@@ -58,48 +58,17 @@ static inline __host__ __device__ size_t simcuda_solver_warp_floats(int nv) {
 }
 static inline size_t simcuda_solver_shmem(int nv, int staged) {
   size_t b = (size_t)SIMCUDA_WPB * simcuda_solver_warp_floats(nv) * sizeof(float);
-  return staged >= 2 && b <= 48 * 1024 ? b : 0;
+  return staged == 2 && b <= 48 * 1024 ? b : 0;
 }
-// staged == 3: the solver's two kernels also hold M (read-only there) and the Newton solver's dof vectors (sol_Ma,
-// sol_Mv, sol_grad, sol_Mgrad, sol_search: scratch that nothing reads after the kernel) in shared memory, after
-// sol_L, each 16-byte aligned; simcuda_solver_stride: a warp's floats with (dofs) or without them
-static inline __host__ __device__ size_t simcuda_solver_dof_floats(int nv, int nM) {
-  return (size_t)((nM + 3) & ~3) + 5 * (size_t)((nv + 3) & ~3);
-}
-static inline __host__ __device__ size_t simcuda_solver_stride(int nv, int nM, int dofs) {
-  return simcuda_solver_warp_floats(nv) + (dofs ? simcuda_solver_dof_floats(nv, nM) : 0);
-}
-// the solver kernels' shared scratch and its mode (*on: 0 none, 1 sol_H and sol_L, 3 those, M and the vectors)
-static inline size_t simcuda_solver_shmem_on(int nv, int nM, int staged, int* on) {
-  size_t b = (size_t)SIMCUDA_WPB * simcuda_solver_stride(nv, nM, 1) * sizeof(float);
-  if (staged == 3 && b <= 48 * 1024) return *on = 3, b;
-  b = simcuda_solver_shmem(nv, staged);
-  *on = b > 0;
-  return b;
-}
-#define SIMCUDA_SOLVER_SCRATCH(m, wd, lane, on)                                                             \
-  extern __shared__ float4 simcuda_scratch4_[];                                                             \
-  if (on) {                                                                                                 \
-    int nv_ = (m)->nv;                                                                                      \
-    float* p_ = (float*)simcuda_scratch4_ + (threadIdx.x / 32) * simcuda_solver_stride(nv_, (m)->nM, (on) & 2); \
-    if ((on) & 2) {                                                                                         \
-      float* q_ = p_ + simcuda_solver_warp_floats(nv_);                                                     \
-      for (int i_ = (lane); i_ < (m)->nM; i_ += 32) q_[i_] = (wd)->M[i_];                                   \
-      __syncwarp();                                                                                         \
-    }                                                                                                       \
-    if ((lane) == 0) {                                                                                      \
-      (wd)->sol_H = p_;                                                                                     \
-      (wd)->sol_L = p_ + simcuda_solver_h_floats(nv_);                                                      \
-      if ((on) & 2) {                                                                                       \
-        float* q_ = p_ + simcuda_solver_warp_floats(nv_);                                                   \
-        int v_ = (nv_ + 3) & ~3;                                                                            \
-        (wd)->M = q_;                                                                                       \
-        q_ += ((m)->nM + 3) & ~3;                                                                           \
-        (wd)->sol_Ma = q_, (wd)->sol_Mv = q_ + v_, (wd)->sol_grad = q_ + 2 * v_;                             \
-        (wd)->sol_Mgrad = q_ + 3 * v_, (wd)->sol_search = q_ + 4 * v_;                                      \
-      }                                                                                                     \
-    }                                                                                                       \
-    __syncwarp();                                                                                           \
+#define SIMCUDA_SOLVER_SCRATCH(m, wd, lane, on)                                                     \
+  extern __shared__ float4 simcuda_scratch4_[];                                                     \
+  if (on) {                                                                                         \
+    if ((lane) == 0) {                                                                              \
+      float* p_ = (float*)simcuda_scratch4_ + (threadIdx.x / 32) * simcuda_solver_warp_floats((m)->nv); \
+      (wd)->sol_H = p_;                                                                             \
+      (wd)->sol_L = p_ + simcuda_solver_h_floats((m)->nv);                                          \
+    }                                                                                               \
+    __syncwarp();                                                                                   \
   }
 
 // Every kernel's prologue: world w of this warp (whole warps past the batch leave), its view `wd`, its `lane`;
@@ -162,16 +131,16 @@ void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch 
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
-// staged (1, 2, 3): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
-// and implicitfast only. nv, nM: the model's, on the host. ev: NULL, or (staged only) nsub x (kernels + 1) events
+// staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
+// and implicitfast only. nv: the model's, on the host. ev: NULL, or (staged only) nsub x (kernels + 1) events
 // recorded between the kernels of each substep, for simcuda_time_kernels.
-void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv, int nM);
+void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);
 // clk (staged only; NULL: off): nsub x SIMCUDA_NSUB_KERNEL launches' world clocks, SIMCUDA_CLOCK_WORDS x nworld
 // words each, in launch order; the backward's nsub x SIMCUDA_NBWD_KERNEL likewise.
 // ngroup: world groups on streams (staged, without ev and clk; above); 1 or less: one launch per kernel.
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv, int nM, int ngroup, cudaEvent_t* ev, unsigned long long* clk);
+                                 int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk);
 void simcuda_launch_control_step_backward(const SimModel* m, const SimData* d, int nworld, int nsub, int staged,
-                                          int nv, int nM, int ngroup, cudaEvent_t* ev, unsigned long long* clk);
+                                          int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk);
 
 #endif

@@ -112,10 +112,9 @@ void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch 
 // ev: NULL, or SIMCUDA_NSUB_KERNEL + 1 events recorded around the six kernels (simcuda_time_kernels); clk: NULL,
 // or the six kernels' world clocks (sim_cuda_launch.h). The worlds from w0, n of them, on stream st.
 static void launch_substep(const SimModel* m, const SimData* d, int nworld, int w0, int n, cudaStream_t st,
-                           int record, int staged, int nv, int nM, cudaEvent_t* ev, unsigned long long* clk) {
+                           int record, int staged, int nv, cudaEvent_t* ev, unsigned long long* clk) {
   unsigned nb = simcuda_blocks(n), nt = 32 * SIMCUDA_WPB;
-  int on;
-  size_t sh = simcuda_solver_shmem_on(nv, nM, staged, &on), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
+  size_t sh = simcuda_solver_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
 #define CLK(k) (clk ? clk + (k) * cw : NULL)
   if (ev) cudaEventRecord(ev[0]);
   k_sub_position<<<nb, nt, 0, st>>>(m, d, w0, record, CLK(0));
@@ -124,7 +123,7 @@ static void launch_substep(const SimModel* m, const SimData* d, int nworld, int 
   if (ev) cudaEventRecord(ev[2]);
   k_sub_smooth<<<nb, nt, 0, st>>>(m, d, w0, CLK(2));
   if (ev) cudaEventRecord(ev[3]);
-  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, on, CLK(3));
+  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, CLK(3));
   if (ev) cudaEventRecord(ev[4]);
   k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(4));
   if (ev) cudaEventRecord(ev[5]);
@@ -133,32 +132,32 @@ static void launch_substep(const SimModel* m, const SimData* d, int nworld, int 
 #undef CLK
 }
 
-void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv, int nM) {
-  if (staged) launch_substep(m, d, nworld, 0, nworld, 0, 0, staged, nv, nM, NULL, NULL);
+void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv) {
+  if (staged) launch_substep(m, d, nworld, 0, nworld, 0, 0, staged, nv, NULL, NULL);
   else k_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d);
 }
 
 typedef struct {
   const SimModel* m;
   const SimData* d;
-  int nworld, record, staged, nv, nM;
+  int nworld, record, staged, nv;
   cudaEvent_t* ev;
   unsigned long long* clk;
 } SubstepArgs;
 
 static void group_substep(const void* ctx, int s, int w0, int n, cudaStream_t st) {
   const SubstepArgs* a = (const SubstepArgs*)ctx;
-  launch_substep(a->m, a->d, a->nworld, w0, n, st, a->record, a->staged, a->nv, a->nM,
+  launch_substep(a->m, a->d, a->nworld, w0, n, st, a->record, a->staged, a->nv,
                  a->ev ? a->ev + s * (SIMCUDA_NSUB_KERNEL + 1) : NULL,
                  a->clk ? a->clk + (size_t)s * SIMCUDA_NSUB_KERNEL * SIMCUDA_CLOCK_WORDS * a->nworld : NULL);
 }
 
 void simcuda_launch_control_step(const SimModel* m, const SimData* d, int nworld, int nsub, int record, int staged,
-                                 int nv, int nM, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
+                                 int nv, int ngroup, cudaEvent_t* ev, unsigned long long* clk) {
   if (!staged) {
     k_control_step<<<simcuda_blocks(nworld), 32 * SIMCUDA_WPB>>>(m, d, nsub, record);
     return;
   }
-  SubstepArgs a = {m, d, nworld, record, staged, nv, nM, ev, clk};
+  SubstepArgs a = {m, d, nworld, record, staged, nv, ev, clk};
   simcuda_launch_groups(nworld, nsub, ev || clk ? 1 : ngroup, group_substep, &a);
 }
