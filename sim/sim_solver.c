@@ -848,59 +848,53 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
   sim_chol_factor(d, n, nt > 0 ? SIM_POS(n, d->sol_tdof[nt - 1]) : n, lane, nlane);
 }
 
-// the warp form of sim_chol_solve (below): out = H^-1 g over the dofs listed; shared: L lies in shared memory. Lane
-// l holds entries l and l + 32 in registers. Four entries become final per step: their values reach every lane by
-// four shuffles issued together, and every lane finishes them in turn (each entry's terms from the block's earlier
-// ones in order, then its scale), as their owners would; the owners keep the results, the other lanes subtract the
-// four terms in order. One shuffle's wait per four entries, and no lane works alone. Each loop over a block has a
-// constant count, so that the four values stay in registers; a block past the last entry (n mod 4) skips its
-// missing columns, warp-uniformly.
+// the warp form of sim_chol_solve (below): out = H^-1 g over the dofs listed; shared: L lies in shared memory
 SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim_real* out, const int* dofs, int n,
                                        int lane, int shared) {
   if (shared) SIM_ASSUME_SHARED(L);
   int ld = SIM_SOL_LD(n);
   sim_real r0 = lane < n ? g[dofs[SIM_POS(n, lane)]] : 0, r1 = lane + 32 < n ? g[dofs[SIM_POS(n, lane + 32)]] : 0;
   int e0 = lane, e1 = lane + 32;  // the entries this lane holds
-  for (int k = 0; k < n; k += 4) {  // forward: L y = g, entries k .. k + nb - 1
-    int nb = SIM_MIN(4, n - k);
-    sim_real x[4];
-    for (int c = 0; c < 4; c++) {
-      int i = SIM_MIN(k + c, n - 1);
-      x[c] = sim_shfl(i < 32 ? r0 : r1, i & 31, lane);
+  for (int k = 0; k < n; k += 2) {
+    int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
+    sim_real a = sim_shfl(k < 32 ? r0 : r1, k & 31, lane), b = sim_shfl(k1 < 32 ? r0 : r1, k1 & 31, lane);
+    sim_real x = a * L[k * ld + k], y = 0;
+    if (k1 > k) {
+      b = sim_fmsub(L[k * ld + k1], x, b);
+      y = b * L[k1 * ld + k1];
     }
-    for (int c = 0; c < 4; c++) {
-      if (c >= nb) break;
-      for (int p = 0; p < c; p++) x[c] = sim_fmsub(L[(k + p) * ld + k + c], x[p], x[c]);
-      x[c] = x[c] * L[(k + c) * ld + k + c];
-      if (e0 == k + c) r0 = x[c];
-      if (e1 == k + c) r1 = x[c];
+    if (e0 == k) r0 = x;
+    if (e1 == k) r1 = x;
+    if (k1 > k && e0 == k1) r0 = y;
+    if (k1 > k && e1 == k1) r1 = y;
+    if (e0 > k1 && e0 < n) {
+      r0 = sim_fmsub(L[k * ld + e0], x, r0);
+      r0 = sim_fmsub(L[k1 * ld + e0], y, r0);
     }
-    int last = k + nb - 1;
-    for (int c = 0; c < 4; c++) {
-      if (c >= nb) break;
-      if (e0 > last && e0 < n) r0 = sim_fmsub(L[(k + c) * ld + e0], x[c], r0);
-      if (e1 > last && e1 < n) r1 = sim_fmsub(L[(k + c) * ld + e1], x[c], r1);
+    if (e1 > k1 && e1 < n) {
+      r1 = sim_fmsub(L[k * ld + e1], x, r1);
+      r1 = sim_fmsub(L[k1 * ld + e1], y, r1);
     }
   }
-  for (int j = n - 1; j >= 0; j -= 4) {  // backward: L' x = y, entries j .. j - nb + 1, descending
-    int nb = SIM_MIN(4, j + 1);
-    sim_real x[4];
-    for (int c = 0; c < 4; c++) {
-      int i = SIM_MAX(j - c, 0);
-      x[c] = sim_shfl(i < 32 ? r0 : r1, i & 31, lane);
+  for (int j = n - 1; j >= 0; j -= 2) {
+    int j1 = SIM_MAX(j - 1, 0);  // the last step finishes entry 0 alone where n is odd
+    sim_real a = sim_shfl(j < 32 ? r0 : r1, j & 31, lane), b = sim_shfl(j1 < 32 ? r0 : r1, j1 & 31, lane);
+    sim_real x = a * L[j * ld + j], y = 0;
+    if (j1 < j) {
+      b = sim_fmsub(L[j * ld + j1], x, b);
+      y = b * L[j1 * ld + j1];
     }
-    for (int c = 0; c < 4; c++) {
-      if (c >= nb) break;
-      for (int p = 0; p < c; p++) x[c] = sim_fmsub(L[(j - p) * ld + j - c], x[p], x[c]);
-      x[c] = x[c] * L[(j - c) * ld + j - c];
-      if (e0 == j - c) r0 = x[c];
-      if (e1 == j - c) r1 = x[c];
+    if (e0 == j) r0 = x;
+    if (e1 == j) r1 = x;
+    if (j1 < j && e0 == j1) r0 = y;
+    if (j1 < j && e1 == j1) r1 = y;
+    if (e0 < j1) {
+      r0 = sim_fmsub(L[j * ld + e0], x, r0);
+      r0 = sim_fmsub(L[j1 * ld + e0], y, r0);
     }
-    int first = j - nb + 1;
-    for (int c = 0; c < 4; c++) {
-      if (c >= nb) break;
-      if (e0 < first) r0 = sim_fmsub(L[(j - c) * ld + e0], x[c], r0);
-      if (e1 < first) r1 = sim_fmsub(L[(j - c) * ld + e1], x[c], r1);
+    if (e1 < j1) {
+      r1 = sim_fmsub(L[j * ld + e1], x, r1);
+      r1 = sim_fmsub(L[j1 * ld + e1], y, r1);
     }
   }
   if (lane < n) out[dofs[SIM_POS(n, lane)]] = r0;
@@ -918,7 +912,11 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   int n = c->n;
   const sim_real* L = d->sol_L;
   int ld = SIM_SOL_LD(n);
-  // the warp's form of the same arithmetic (sim_port.h, SIM_WARP), four entries a step
+  // The warp's form of the same arithmetic (sim_port.h, SIM_WARP): lane l holds entries l and l + 32 in
+  // registers. Two entries become final per step: both reach every lane by shuffles issued together, and every
+  // lane scales the first, subtracts its term from the second and scales that, as their owners would; the
+  // owners keep the results, the other lanes subtract both terms in order. One shuffle's wait per two entries,
+  // and no lane works alone.
   if (SIM_WARP && nlane == 32 && n <= 64) {
     if (SIM_IS_SHARED(L)) sim_chol_solve_warp(L, d->sol_grad, d->sol_Mgrad, dofs, n, lane, 1);
     else sim_chol_solve_warp(L, d->sol_grad, d->sol_Mgrad, dofs, n, lane, 0);
