@@ -14,7 +14,7 @@
 
 static const char* kModels[] = {
     "cartpole/cartpole.xml",       "hopper/hopper.xml",          "humanoid/humanoid.xml", "g1/scene_flat.xml",
-    "test/constraint_chain.xml",   "test/constraint_free.xml",
+    "test/constraint_chain.xml",   "test/constraint_free.xml",   "test/constraint_long.xml",
 };
 #define NSTATE 12
 
