@@ -58,6 +58,24 @@ SIM_FN int sim_adj_euler_damped(const SimModel* m) {
   return damped;
 }
 
+// dst[i] = src[i] for i < n, across lanes, for the tape's reads: a lane loads up to eight of its entries before
+// it stores them. The tape outgrows L2 (G1, 4096 worlds: ~2.7 k floats of geometry a substep each), and a loop
+// that stores each entry right after its load waits out that latency once per entry; here once per eight.
+SIM_FN void sim_copy_lanes(sim_real* dst, const sim_real* src, int n, int lane, int nlane) {
+  SIM_NO_UNROLL
+  for (int base = lane; base < n; base += 8 * nlane) {
+    sim_real v[8];
+    for (int u = 0; u < 8; u++) {
+      int i = base + u * nlane;
+      v[u] = i < n ? src[i] : 0;
+    }
+    for (int u = 0; u < 8; u++) {
+      int i = base + u * nlane;
+      if (i < n) dst[i] = v[u];
+    }
+  }
+}
+
 // copy tape entry k into the world's state
 SIM_FN void sim_adj_load(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   SIM_NO_UNROLL
@@ -127,13 +145,9 @@ SIM_FN void sim_adj_load_factor(const SimModel* m, SimWorld* d, int k, int which
   const sim_real* t = d->tape_factor + (size_t)k * (2 * nM + 3 * nv) + which * (nM + nv);
   sim_real* L = which ? d->qH : d->qLD;
   sim_real* Dinv = which ? d->qHDiagInv : d->qLDiagInv;
-  SIM_NO_UNROLL
-  for (int i = lane; i < nM; i += nlane) L[i] = t[i];
-  SIM_NO_UNROLL
-  for (int i = lane; i < nv; i += nlane) {
-    Dinv[i] = t[nM + i];
-    if (which) d->qacc_int[i] = t[nM + nv + i];
-  }
+  sim_copy_lanes(L, t, nM, lane, nlane);
+  sim_copy_lanes(Dinv, t + nM, nv, lane, nlane);
+  if (which) sim_copy_lanes(d->qacc_int, t + nM + nv, nv, lane, nlane);
   SIM_SYNC();
 }
 
@@ -152,8 +166,8 @@ SIM_FN_STAGE void sim_adj_tape_geometry(const SimModel* m, SimWorld* d, int k, i
 // the taped geometry of entry k back into its fields, as the recorded forward's position stage left them
 SIM_FN void sim_adj_load_geometry(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   const sim_real* t = d->tape_geometry + (size_t)k * SIM_ADJ_NGEOMETRY(m);
-#define LOAD(name, n)                                          \
-  for (int i = lane; i < (n); i += nlane) d->name[i] = t[i];   \
+#define LOAD(name, n)                            \
+  sim_copy_lanes(d->name, t, (n), lane, nlane);  \
   t += (n);
   SIM_ADJ_GEOMETRY(LOAD, m)
 #undef LOAD
@@ -181,11 +195,8 @@ SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, i
     d->efc_Jaref[r] = d->tape_jaref[(size_t)k * m->nefcmax + r];
     d->efc_cost[r] = sim_row_update(d, r, d->efc_Jaref[r]);
   }
-  SIM_NO_UNROLL
-  for (int i = lane; i < m->nv; i += nlane) {
-    d->qacc[i] = d->tape_qacc[(size_t)k * m->nv + i];
-    d->qfrc_constraint[i] = d->tape_qfrc_con[(size_t)k * m->nv + i];
-  }
+  sim_copy_lanes(d->qacc, d->tape_qacc + (size_t)k * m->nv, m->nv, lane, nlane);
+  sim_copy_lanes(d->qfrc_constraint, d->tape_qfrc_con + (size_t)k * m->nv, m->nv, lane, nlane);
   SIM_SYNC();
 }
 
