@@ -24,7 +24,7 @@ static const char* kUsage =
     "usage: adjoint bench sim MODEL.xml [--states key|lafan1|rollout] [--seed S] [--nworld N] [--grad NSUB]\n"
     "         [--reps R] [--cpu-nworld C] [--cpu-reps R] [--threads T] [--no-cuda] [--no-cpu] [--no-mujoco]\n"
     "         [--stages] [--nconmax C] [--nefcmax R] [--no-constraint] [--no-contact] [--steps S]\n"
-    "         [--launch fused|staged|staged-shared] [--streams G] [--write-states FILE] [--json FILE]\n"
+    "         [--launch fused|staged|staged-shared] [--streams G] [--carveout C] [--write-states FILE] [--json FILE]\n"
     "One control step of NSUB substeps (default 4) from N start states (--states: the keyframe in every world\n"
     "(default); LAFAN1 frames every 0.5 s of the 40 clips on a free-base robot, placed on the floor; states of\n"
     "MuJoCo rollouts under random controls), after one untimed control step from them in each engine.\n"
@@ -40,10 +40,12 @@ static const char* kUsage =
     "CUDA steps as one kernel each (fused) or one kernel per group of stages (staged-shared, the default: the\n"
     "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
     "launch's control steps in G groups of worlds, each on a stream of its own (default 0: one per 1024 worlds, up\n"
-    "to 4; the same results).\n";
+    "to 4; the same results). --carveout C: the staged kernels' shared-memory carve-out, simcuda_set_carveout's\n"
+    "mode (0 the driver's, the default; 1 each kernel's least; 2 one for all; the same results).\n";
 
 static int g_staged = 2;  // --launch: simcuda_set_staged's mode
 static int g_streams = 0;  // --streams: simcuda_set_streams's count (0: by the batch's size)
+static int g_carveout = 0;  // --carveout: simcuda_set_carveout's mode
 
 static double now_s(void) {
   struct timespec t;
@@ -506,6 +508,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     return 1;
   }
   int staged = simcuda_set_staged(g, g_staged), nstream = simcuda_set_streams(g, g_streams);
+  if (simcuda_set_carveout(g, g_carveout) < 0) goto fail;
   if (nstep) {  // consecutive steps from the keyframe (steps/s of the plain step kernel)
     double ms = 0;
     sim_reset(m, h, -1, m->nkey ? 0 : -1);
@@ -561,6 +564,7 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
     if (sim_adjoint_enable(m, nsub) || sim_data_create(m, nworld, &dg) || simcuda_create(m, nworld, &g)) goto fail;
     simcuda_set_staged(g, g_staged);
     simcuda_set_streams(g, g_streams);
+    if (simcuda_set_carveout(g, g_carveout) < 0) goto fail;
     for (int w = 0; w < nworld; w++) {  // the same start (after the untimed step) and a fixed cotangent
       memcpy(dg->qpos + (size_t)w * m->nq, h->qpos + (size_t)w * m->nq, sizeof(float) * m->nq);
       memcpy(dg->qvel + (size_t)w * m->nv, h->qvel + (size_t)w * m->nv, sizeof(float) * m->nv);
@@ -676,6 +680,8 @@ int bench_sim_main(int argc, char** argv) {
       g_staged = bad ? 2 : !strcmp(v, "staged") ? 1 : !strcmp(v, "staged-shared") ? 2 : 0;
     } else if (!strcmp(a, "--streams")) {
       bad = cli_int(argc, argv, &i, 0, 8, &g_streams);
+    } else if (!strcmp(a, "--carveout")) {
+      bad = cli_int(argc, argv, &i, 0, 2, &g_carveout);
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

@@ -96,6 +96,53 @@ extern "C" int simcuda_set_streams(SimCuda* g, int nstream) {
   return simcuda_streams(g);
 }
 
+// the least carve-out (percent of the SM's shared memory) that keeps kernel k's blocks per SM: as many blocks as
+// the default allows, each with its static, dynamic and the driver's reserved shared memory
+static int carveout_least(const SimcudaKernelRef* k, int nthread, int smem_sm, int reserved, int* pct) {
+  cudaFuncAttributes fa;
+  int nb = 0, nb2 = 0;
+  CU_CHECK(cudaFuncSetAttribute(k->fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutDefault));
+  CU_CHECK(cudaFuncGetAttributes(&fa, k->fn));
+  CU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k->fn, nthread, k->dyn));
+  size_t need = (size_t)nb * (fa.sharedSizeBytes + k->dyn + (size_t)reserved);
+  *pct = (int)((need * 100 + (size_t)smem_sm - 1) / (size_t)smem_sm);
+  for (; *pct < 100; ++*pct) {  // the driver rounds up to a configuration; make sure it keeps nb
+    CU_CHECK(cudaFuncSetAttribute(k->fn, cudaFuncAttributePreferredSharedMemoryCarveout, *pct));
+    CU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb2, k->fn, nthread, k->dyn));
+    if (nb2 >= nb) return SIM_OK;
+  }
+  CU_CHECK(cudaFuncSetAttribute(k->fn, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  return SIM_OK;
+}
+
+extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
+  if (mode < 0 || mode > 2) {
+    snprintf(g_err, sizeof(g_err), "simcuda_set_carveout: mode %d (0, 1 or 2)", mode);
+    return SIM_ERR_ARG;
+  }
+  SimcudaKernelRef k[SIMCUDA_NKERNEL];
+  size_t sh = simcuda_solver_shmem(g->hm.nv, g->staged);
+  int n = simcuda_step_kernels(k, sh);
+  n += simcuda_bwd_kernels(k + n, sh);
+  int dev = 0, smem_sm = 0, reserved = 0, pct[SIMCUDA_NKERNEL], top = 0;
+  CU_CHECK(cudaGetDevice(&dev));
+  CU_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  CU_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  for (int i = 0; i < n; i++) {
+    if (mode == 0) {
+      CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutDefault));
+      continue;
+    }
+    int rc = carveout_least(&k[i], 32 * SIMCUDA_WPB, smem_sm, reserved, &pct[i]);
+    if (rc != SIM_OK) return rc;
+    top = pct[i] > top ? pct[i] : top;
+  }
+  for (int i = 0; i < n && mode == 2; i++)
+    CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout, top));
+  return mode;
+}
+
 // 0: a group per SIMCUDA_GROUP_WORLDS worlds, up to SIMCUDA_AUTO_STREAMS; smaller batches stay on one stream,
 // where more launches would cost more than the tails they fill
 #define SIMCUDA_GROUP_WORLDS 1024

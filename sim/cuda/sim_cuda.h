@@ -40,6 +40,15 @@ int simcuda_staged(const SimCuda* g);
 int simcuda_set_streams(SimCuda* g, int nstream);
 int simcuda_streams(const SimCuda* g);
 
+// The staged kernels' shared-memory carve-out (the part of each SM's 256 KB of L1 and shared memory kept as shared
+// memory), set for the process, for the launch mode set now (call it after simcuda_set_staged): 0 (the default)
+// the driver's choice, which sizes it for the blocks per SM the kernel's shared memory alone would allow (the
+// position kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps the blocks
+// per SM its registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the groups'
+// kernels on streams need no other configuration beside each other. The same bits in every mode. Returns the
+// mode set, or an error code.
+int simcuda_set_carveout(SimCuda* g, int mode);
+
 int simcuda_forward(SimCuda* g);           // mj_forward for every world
 int simcuda_step(SimCuda* g);              // mj_step for every world
 int simcuda_stage(SimCuda* g, int stage);  // one SIM_STAGE_* for every world

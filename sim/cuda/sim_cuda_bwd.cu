@@ -43,6 +43,13 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_bwd_smooth(const SimModel* m, const SimD
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
+int simcuda_bwd_kernels(SimcudaKernelRef* k, size_t solver_sh) {
+  k[0] = SimcudaKernelRef{(const void*)k_bwd_pre, 0};
+  k[1] = SimcudaKernelRef{(const void*)k_bwd_solver, solver_sh};
+  k[2] = SimcudaKernelRef{(const void*)k_bwd_smooth, 0};
+  return SIMCUDA_NBWD_KERNEL;
+}
+
 typedef struct {
   const SimModel* m;
   const SimData* d;

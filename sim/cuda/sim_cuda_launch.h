@@ -129,6 +129,16 @@ static inline int simcuda_group(int nworld, int ngroup, int i, int* w0) {
 typedef void (*SimcudaGroupLaunch)(const void* ctx, int s, int w0, int n, cudaStream_t st);
 void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch f, const void* ctx);
 
+// The staged kernels with their dynamic shared memory (solver_sh: simcuda_solver_shmem's bytes for the Newton
+// solver's two kernels), for simcuda_set_carveout: the substep's six (sim_cuda_step.cu), the backward's three
+// (sim_cuda_bwd.cu); each returns its count.
+typedef struct {
+  const void* fn;
+  size_t dyn;
+} SimcudaKernelRef;
+int simcuda_step_kernels(SimcudaKernelRef* k, size_t solver_sh);
+int simcuda_bwd_kernels(SimcudaKernelRef* k, size_t solver_sh);
+
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
 // staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler

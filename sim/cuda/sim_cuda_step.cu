@@ -69,6 +69,14 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
+int simcuda_step_kernels(SimcudaKernelRef* k, size_t solver_sh) {
+  const void* fn[SIMCUDA_NSUB_KERNEL] = {(const void*)k_sub_position, (const void*)k_sub_collision,
+                                         (const void*)k_sub_smooth,   (const void*)k_sub_constraint,
+                                         (const void*)k_sub_repair,   (const void*)k_sub_integrate};
+  for (int i = 0; i < SIMCUDA_NSUB_KERNEL; i++) k[i] = SimcudaKernelRef{fn[i], i == 3 ? solver_sh : 0};
+  return SIMCUDA_NSUB_KERNEL;
+}
+
 // The staged launch's streams (sim_cuda_launch.h): made on first use, kept for the process; streams_fork: the
 // groups' streams wait for the work issued so far on the legacy stream (one group: none, the legacy stream)
 static cudaStream_t g_stream[SIMCUDA_MAX_STREAMS];
