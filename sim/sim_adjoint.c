@@ -58,9 +58,10 @@ SIM_FN int sim_adj_euler_damped(const SimModel* m) {
   return damped;
 }
 
-// dst[i] = src[i] for i < n, across lanes, for the tape's reads: a lane loads up to eight of its entries before
-// it stores them. The tape outgrows L2 (G1, 4096 worlds: ~2.7 k floats of geometry a substep each), and a loop
-// that stores each entry right after its load waits out that latency once per entry; here once per eight.
+// dst[i] = src[i] for i < n, across lanes, for the tape's writes and reads: a lane loads up to eight of its
+// entries before it stores them. The tape outgrows L2 (G1, 4096 worlds: ~2.7 k floats of geometry a substep
+// each), and a loop that stores each entry right after its load waits out that latency once per entry; here
+// once per eight.
 SIM_FN void sim_copy_lanes(sim_real* dst, const sim_real* src, int n, int lane, int nlane) {
   SIM_NO_UNROLL
   for (int base = lane; base < n; base += 8 * nlane) {
@@ -104,17 +105,15 @@ SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, i
   SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane) {
     int p = d->contact_pair[c], slot = m->pair_conadr[p] + c - d->col_pair_adr[p];
-    for (int i = 0; i < 10; i++) con[10 * c + i] = d->col_slot[10 * slot + i];
+    sim_real v[10];  // all ten loads before the stores, which may alias them as far as the compiler knows
+    for (int i = 0; i < 10; i++) v[i] = d->col_slot[10 * slot + i];
+    for (int i = 0; i < 10; i++) con[10 * c + i] = v[i];
     id[2 * c] = p;
     id[2 * c + 1] = d->contact_witness[c];
   }
-  SIM_NO_UNROLL
-  for (int r = lane; r < nefc; r += nlane) d->tape_jaref[(size_t)k * m->nefcmax + r] = d->efc_Jaref[r];
-  SIM_NO_UNROLL
-  for (int i = lane; i < m->nv; i += nlane) {
-    d->tape_qacc[(size_t)k * m->nv + i] = d->qacc[i];
-    d->tape_qfrc_con[(size_t)k * m->nv + i] = d->qfrc_constraint[i];
-  }
+  sim_copy_lanes(d->tape_jaref + (size_t)k * m->nefcmax, d->efc_Jaref, nefc, lane, nlane);
+  sim_copy_lanes(d->tape_qacc + (size_t)k * m->nv, d->qacc, m->nv, lane, nlane);
+  sim_copy_lanes(d->tape_qfrc_con + (size_t)k * m->nv, d->qfrc_constraint, m->nv, lane, nlane);
   if (lane == 0) d->tape_ncon[k] = ncon;
   SIM_SYNC();
 }
@@ -125,17 +124,11 @@ SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, i
 SIM_FN_STAGE void sim_adj_tape_factor(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   int nM = m->nM, nv = m->nv;
   sim_real* t = d->tape_factor + (size_t)k * (2 * nM + 3 * nv);
-  SIM_NO_UNROLL
-  for (int i = lane; i < nM; i += nlane) {
-    t[i] = d->qLD[i];
-    t[nM + nv + i] = d->qH[i];
-  }
-  SIM_NO_UNROLL
-  for (int i = lane; i < nv; i += nlane) {
-    t[nM + i] = d->qLDiagInv[i];
-    t[2 * nM + nv + i] = d->qHDiagInv[i];
-    t[2 * nM + 2 * nv + i] = d->qacc_int[i];
-  }
+  sim_copy_lanes(t, d->qLD, nM, lane, nlane);
+  sim_copy_lanes(t + nM, d->qLDiagInv, nv, lane, nlane);
+  sim_copy_lanes(t + nM + nv, d->qH, nM, lane, nlane);
+  sim_copy_lanes(t + 2 * nM + nv, d->qHDiagInv, nv, lane, nlane);
+  sim_copy_lanes(t + 2 * nM + 2 * nv, d->qacc_int, nv, lane, nlane);
   SIM_SYNC();
 }
 
@@ -155,8 +148,8 @@ SIM_FN void sim_adj_load_factor(const SimModel* m, SimWorld* d, int k, int which
 // of the geometry stages that later stages and the backward read (SIM_ADJ_GEOMETRY)
 SIM_FN_STAGE void sim_adj_tape_geometry(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   sim_real* t = d->tape_geometry + (size_t)k * SIM_ADJ_NGEOMETRY(m);
-#define TAPE(name, n)                                          \
-  for (int i = lane; i < (n); i += nlane) t[i] = d->name[i];   \
+#define TAPE(name, n)                            \
+  sim_copy_lanes(t, d->name, (n), lane, nlane);  \
   t += (n);
   SIM_ADJ_GEOMETRY(TAPE, m)
 #undef TAPE
