@@ -194,16 +194,14 @@ SIM_FN int sim_body_lastdof(const SimModel* m, int body) {
 
 // contact row: row = Jn + s*Jt where Jn, Jt are rows 0 and k of frame*(jacp(b2) - jacp(b1)); s = 0 for the
 // frictionless row. The two dof chains are merged (both descend in dof index), as mj_jacDifPair's dense
-// difference: common dofs give jac2 - jac1, the others +jac2 or 0 - jac1.
+// difference: common dofs give jac2 - jac1, the others +jac2 or 0 - jac1. The row is zero on entry (sim_make_rows).
 SIM_FN void sim_contact_row(const SimModel* m, const SimWorld* d, int c, int k, sim_real s, sim_real* row) {
-  int nv = m->nv;
   const sim_real* pos = d->contact_pos + 3 * c;
   const sim_real* frame = d->contact_frame + 9 * c;
   int b1 = m->geom_bodyid[d->contact_geom[2 * c]], b2 = m->geom_bodyid[d->contact_geom[2 * c + 1]];
   sim_real off1[3], off2[3];
   simu_sub3(off1, pos, d->subtree_com + 3 * m->body_rootid[b1]);
   simu_sub3(off2, pos, d->subtree_com + 3 * m->body_rootid[b2]);
-  for (int j = 0; j < nv; j++) row[j] = 0;
   int i1 = sim_body_lastdof(m, b1), i2 = sim_body_lastdof(m, b2);
   while (i1 >= 0 || i2 >= 0) {
     sim_real jd[3], p1[3], p2[3];
@@ -289,7 +287,7 @@ SIM_FN void sim_impedance(const sim_real* solimp, sim_real pos, sim_real margin,
   *impP = yP * sgn * (solimp[1] - solimp[0]) / solimp[2];
 }
 
-// one row: Jacobian, diagA, R, D, KBIP, vel, aref
+// one row: Jacobian (its entries zero on entry), diagA, R, D, KBIP, vel, aref
 SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
   int nv = m->nv, type = d->efc_type[r], id = d->efc_id[r];
   sim_real* row = d->efc_J + (size_t)r * nv;
@@ -298,7 +296,6 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
   int pyr = 0;
 
   if (type == SIM_CNSTR_FRICTION_DOF || type == SIM_CNSTR_LIMIT_JOINT) {
-    for (int j = 0; j < nv; j++) row[j] = 0;
     if (type == SIM_CNSTR_FRICTION_DOF) {
       row[id] = 1;
       dA = m->dof_invweight0[id];
@@ -318,7 +315,6 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
       si = m->jnt_solimp + 5 * id;
     }
   } else if (type == SIM_CNSTR_FRICTION_TENDON || type == SIM_CNSTR_LIMIT_TENDON) {
-    for (int j = 0; j < nv; j++) row[j] = 0;
     sim_real sgn = type == SIM_CNSTR_LIMIT_TENDON ? sim_limit_sign(m, d, r) : 1;
     for (int k = 0; k < m->tendon_num[id]; k++) {
       int w = m->tendon_adr[id] + k;
@@ -396,14 +392,23 @@ SIM_FN void sim_row_fill(const SimModel* m, SimWorld* d, int r) {
 
   // mj_referenceConstraint
   sim_real vel = 0;
-  for (int j = 0; j < nv; j++) vel += row[j] * d->qvel[j];
-  d->efc_vel[r] = vel;
-  if (SIM_JMASK(m)) {  // the row's non-zero dofs, for the solver's products with it (sim_rowdot)
+  if (SIM_JMASK(m)) {
+    // with the row's non-zero dofs (its mask, for the solver's products with it: sim_rowdot) in one walk; a zero
+    // entry's term (+-0) leaves a sum that starts at +0 unchanged, so vel is the dense sum's
     unsigned bits[2] = {0, 0};
-    for (int j = 0; j < nv; j++) bits[j >> 5] |= (unsigned)(row[j] != 0) << (j & 31);
+    for (int j = 0; j < nv; j++) {
+      sim_real x = row[j];
+      if (x != 0) {
+        vel += x * d->qvel[j];
+        bits[j >> 5] |= 1u << (j & 31);
+      }
+    }
     d->efc_Jmask[2 * r] = (int)bits[0];
     d->efc_Jmask[2 * r + 1] = (int)bits[1];
+  } else {
+    for (int j = 0; j < nv; j++) vel += row[j] * d->qvel[j];
   }
+  d->efc_vel[r] = vel;
   d->efc_aref[r] = -kbip[1] * vel - kbip[0] * kbip[2] * (d->efc_pos[r] - d->efc_margin[r]);
 }
 
@@ -415,6 +420,10 @@ SIM_FN_STAGE void sim_make_rows(const SimModel* m, SimWorld* d, int lane, int nl
   }
   SIM_SYNC();
   int nefc = d->nefc[0];
+  // the rows' zeros written by the lanes together (consecutive entries), each row's fill then writes its non-zeros
+  SIM_NO_UNROLL
+  for (size_t i = (size_t)lane; i < (size_t)nefc * m->nv; i += (size_t)nlane) d->efc_J[i] = 0;
+  SIM_SYNC();
   SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) sim_row_fill(m, d, r);
   SIM_SYNC();
