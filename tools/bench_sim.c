@@ -41,7 +41,8 @@ static const char* kUsage =
     "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
     "launch's control steps in G groups of worlds, each on a stream of its own (default 0: one per 1024 worlds, up\n"
     "to 4; the same results). --carveout C: the staged kernels' shared-memory carve-out, simcuda_set_carveout's\n"
-    "mode (0 the driver's, the default; 1 each kernel's least; 2 one for all; the same results).\n";
+    "mode (0 the driver's, the default; 1 each kernel's least; 2 one for all; 3 the backward's as 1; the same\n"
+    "results).\n";
 
 static int g_staged = 2;  // --launch: simcuda_set_staged's mode
 static int g_streams = 0;  // --streams: simcuda_set_streams's count (0: by the batch's size)
@@ -509,6 +510,11 @@ static int bench_cuda(SimModel* m, const BenchStates* s, int nworld, int nsub, i
   }
   int staged = simcuda_set_staged(g, g_staged), nstream = simcuda_set_streams(g, g_streams);
   if (simcuda_set_carveout(g, g_carveout) < 0) goto fail;
+  if (g_carveout) {
+    printf("carve-out (mode %d; percent of the SM's shared memory, -1 the driver's):", g_carveout);
+    for (int k = 0; k < SIMCUDA_NKERNEL; k++) printf(" %s %d", simcuda_kernel_name(k), simcuda_carveout(k));
+    printf("\n");
+  }
   if (nstep) {  // consecutive steps from the keyframe (steps/s of the plain step kernel)
     double ms = 0;
     sim_reset(m, h, -1, m->nkey ? 0 : -1);
@@ -681,7 +687,7 @@ int bench_sim_main(int argc, char** argv) {
     } else if (!strcmp(a, "--streams")) {
       bad = cli_int(argc, argv, &i, 0, 8, &g_streams);
     } else if (!strcmp(a, "--carveout")) {
-      bad = cli_int(argc, argv, &i, 0, 2, &g_carveout);
+      bad = cli_int(argc, argv, &i, 0, 3, &g_carveout);
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

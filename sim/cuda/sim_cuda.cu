@@ -115,33 +115,41 @@ static int carveout_least(const SimcudaKernelRef* k, int nthread, int smem_sm, i
   return SIM_OK;
 }
 
+// the preferred carve-out of each staged kernel as simcuda_set_carveout last set it (percent; -1: the driver's)
+static int g_carveout_pct[SIMCUDA_NKERNEL] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+
 extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
-  if (mode < 0 || mode > 2) {
-    snprintf(g_err, sizeof(g_err), "simcuda_set_carveout: mode %d (0, 1 or 2)", mode);
+  if (mode < 0 || mode > 3) {
+    snprintf(g_err, sizeof(g_err), "simcuda_set_carveout: mode %d (0 to 3)", mode);
     return SIM_ERR_ARG;
   }
   SimcudaKernelRef k[SIMCUDA_NKERNEL];
   size_t sh = simcuda_solver_shmem(g->hm.nv, g->staged);
-  int n = simcuda_step_kernels(k, sh);
-  n += simcuda_bwd_kernels(k + n, sh);
-  int dev = 0, smem_sm = 0, reserved = 0, pct[SIMCUDA_NKERNEL], top = 0;
+  int nstep = simcuda_step_kernels(k, sh);
+  int n = nstep + simcuda_bwd_kernels(k + nstep, sh);
+  int dev = 0, smem_sm = 0, reserved = 0, top = 0;
   CU_CHECK(cudaGetDevice(&dev));
   CU_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
   CU_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
   for (int i = 0; i < n; i++) {
-    if (mode == 0) {
+    if (mode == 0 || (mode == 3 && i < nstep)) {
       CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     cudaSharedmemCarveoutDefault));
+      g_carveout_pct[i] = -1;
       continue;
     }
-    int rc = carveout_least(&k[i], 32 * SIMCUDA_WPB, smem_sm, reserved, &pct[i]);
+    int rc = carveout_least(&k[i], 32 * SIMCUDA_WPB, smem_sm, reserved, &g_carveout_pct[i]);
     if (rc != SIM_OK) return rc;
-    top = pct[i] > top ? pct[i] : top;
+    top = g_carveout_pct[i] > top ? g_carveout_pct[i] : top;
   }
-  for (int i = 0; i < n && mode == 2; i++)
+  for (int i = 0; i < n && mode == 2; i++) {
     CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout, top));
+    g_carveout_pct[i] = top;
+  }
   return mode;
 }
+
+extern "C" int simcuda_carveout(int k) { return k >= 0 && k < SIMCUDA_NKERNEL ? g_carveout_pct[k] : -1; }
 
 // 0: a group per SIMCUDA_GROUP_WORLDS worlds, up to SIMCUDA_AUTO_STREAMS; smaller batches stay on one stream,
 // where more launches would cost more than the tails they fill

@@ -45,9 +45,13 @@ int simcuda_streams(const SimCuda* g);
 // the driver's choice, which sizes it for the blocks per SM the kernel's shared memory alone would allow (the
 // position kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps the blocks
 // per SM its registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the groups'
-// kernels on streams need no other configuration beside each other. The same bits in every mode. Returns the
-// mode set, or an error code.
+// kernels on streams need no other configuration beside each other; 3 the backward's three kernels as 1, the
+// substep's six as 0 (G1, 4096 worlds, H100: mode 1 made the forward 3-4 % slower and the recorded forward +
+// backward 1.2-1.4 % faster; bench/RESULTS.md 2026-12-07). The same bits in every mode. Returns the mode set, or
+// an error code. simcuda_carveout: staged kernel k's preferred carve-out as last set, in percent of the SM's
+// shared memory (-1: the driver's; kernels numbered as simcuda_kernel_name's).
 int simcuda_set_carveout(SimCuda* g, int mode);
+int simcuda_carveout(int k);
 
 int simcuda_forward(SimCuda* g);           // mj_forward for every world
 int simcuda_step(SimCuda* g);              // mj_step for every world
