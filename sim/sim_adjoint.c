@@ -58,25 +58,6 @@ SIM_FN int sim_adj_euler_damped(const SimModel* m) {
   return damped;
 }
 
-// dst[i] = src[i] for i < n, across lanes, for the tape's writes and reads: a lane loads up to eight of its
-// entries before it stores them. The tape outgrows L2 (G1, 4096 worlds: ~2.7 k floats of geometry a substep
-// each), and a loop that stores each entry right after its load waits out that latency once per entry; here
-// once per eight.
-SIM_FN void sim_copy_lanes(sim_real* dst, const sim_real* src, int n, int lane, int nlane) {
-  SIM_NO_UNROLL
-  for (int base = lane; base < n; base += 8 * nlane) {
-    sim_real v[8];
-    for (int u = 0; u < 8; u++) {
-      int i = base + u * nlane;
-      v[u] = i < n ? src[i] : 0;
-    }
-    for (int u = 0; u < 8; u++) {
-      int i = base + u * nlane;
-      if (i < n) dst[i] = v[u];
-    }
-  }
-}
-
 // copy tape entry k into the world's state
 SIM_FN void sim_adj_load(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   SIM_NO_UNROLL

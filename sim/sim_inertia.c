@@ -8,26 +8,27 @@
 SIM_FN_STAGE void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_real* crb = d->crb;
   sim_real* M = d->M;
-  SIM_NO_UNROLL
-  for (int i = lane; i < m->nbody; i += nlane) simu_copy(crb + 10 * i, d->cinert + 10 * i, 10);
+  sim_copy_lanes(crb, d->cinert, 10 * m->nbody, lane, nlane);
   SIM_SYNC();
   sim_gather_children(m, crb, 10, 1, lane, nlane);  // into parents, not into the world
   SIM_NO_UNROLL
   for (int i = lane; i < m->nv; i += nlane) {
     int adr = m->M_rowadr[i];
-    int Madr_ij = adr + m->M_rownnz[i] - 1;
-    for (int k = adr; k < Madr_ij; k++) M[k] = 0;
-    M[Madr_ij] = m->dof_armature[i];
+    int diag = adr + m->M_rownnz[i] - 1, Madr_ij = diag;
     sim_real buf[6];
     simu_mulInertVec(buf, crb + 10 * m->dof_bodyid[i], d->cdof + 6 * i);
     // per-world overrides: a simple body's widened entries (M_extra) are its COM offset's coupling, exactly 0
     // (and left so, as MuJoCo's pattern leaves them out) while the world's offset is the model's
     int extra = m->prm && !sim_ipos_moved(m, d, m->dof_bodyid[i]);
     // the row stores a subset of the ancestors (MuJoCo leaves the zero blocks of simple bodies out of the
-    // pattern): walk the ancestors and fill the stored ones, never another row's entries
+    // pattern): walk the ancestors and fill the stored ones, never another row's entries. Every stored entry is
+    // met once and written once: its start (the armature on the diagonal, else 0) plus its term, as mj_crb's
+    // zeroed row and += give it
     for (int j = i; j >= 0 && Madr_ij >= adr; j = m->dof_parentid[j])
       if (m->M_colind[Madr_ij] == j) {
-        if (!(extra && m->M_extra[Madr_ij])) M[Madr_ij] += simu_dot(d->cdof + 6 * j, buf, 6);
+        sim_real v = Madr_ij == diag ? m->dof_armature[i] : 0;
+        if (!(extra && m->M_extra[Madr_ij])) v += simu_dot(d->cdof + 6 * j, buf, 6);
+        M[Madr_ij] = v;
         Madr_ij--;
       }
   }
