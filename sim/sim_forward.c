@@ -27,8 +27,7 @@ SIM_FN void sim_reset_world(const SimModel* m, SimWorld* d, int key, int lane, i
 
 // the stages made of more than one call
 SIM_FN void sim_factor_stage(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  SIM_NO_UNROLL
-  for (int k = lane; k < m->nM; k += nlane) d->qLD[k] = d->M[k];
+  sim_copy_lanes(d->qLD, d->M, m->nM, lane, nlane);
   SIM_SYNC();
   sim_factorI(m, d->qLD, d->qLDiagInv, lane, nlane);
 }

@@ -228,8 +228,7 @@ SIM_FN_STAGE void sim_euler(const SimModel* m, SimWorld* d, int lane, int nlane)
     for (int i = lane; i < m->nv; i += nlane) d->qacc_int[i] = d->qacc[i];
   } else {
     sim_real h = m->timestep;
-    SIM_NO_UNROLL
-    for (int k = lane; k < m->nM; k += nlane) d->qH[k] = d->M[k];
+    sim_copy_lanes(d->qH, d->M, m->nM, lane, nlane);
     SIM_SYNC();
     SIM_NO_UNROLL
     for (int i = lane; i < m->nv; i += nlane) {
