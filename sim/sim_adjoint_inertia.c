@@ -83,18 +83,12 @@ SIM_FN_STAGE void sim_adj_crb(const SimModel* m, SimWorld* d, int lane, int nlan
   }
   SIM_SYNC();
   // cdof_j-bar += sum over rows i >= j holding column j of M-bar(i,j) buf_i, ascending in i: j itself (its
-  // diagonal), then its descendants (the rows that can hold column j: one subtree, contiguous ids); columns
-  // and components across lanes
+  // diagonal), then its descendants (M_desc); columns and components across lanes
   SIM_NO_UNROLL
   for (int t = lane; t < 6 * nv; t += nlane) {
     int j = t / 6, e = t % 6;
     sim_real acc = d->adj_cdof[t] + d->adj_M[m->M_rowadr[j] + m->M_rownnz[j] - 1] * buf[t];
-    int jend = sim_dof_subtree_end(m, j);
-    for (int i = j + 1; i < jend; i++) {
-      int k = sim_M_find(m, i, j);
-      if (k >= 0) acc += d->adj_M[k] * buf[6 * i + e];
-    }
-    d->adj_cdof[t] = acc;
+    d->adj_cdof[t] = sim_M_desc_sum(m, d->adj_M, buf + e, 6, j, acc);
   }
   SIM_SYNC();
   // buf_i = crb cdof_i: cdof_i-bar += crb bufbar_i (the inertia operator is symmetric), crb-bar per body

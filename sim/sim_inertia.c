@@ -102,14 +102,26 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
   }
 }
 
-// address of entry (i, j), j < i, of a matrix in M's CSR layout, or -1 where j is not an ancestor of i or the
-// pattern leaves the entry out. Row i lists a subset of i's ancestors ascending, and those below j are ancestors
-// of j, so j sits at position dof_depth[j] or before; a non-ancestor ends the walk within the depths that
-// separate i's branch from j's.
-SIM_FN int sim_M_find(const SimModel* m, int i, int j) {
-  int adr = m->M_rowadr[i], k = SIM_MIN(m->dof_depth[j], m->M_rownnz[i] - 1);
-  while (k >= 0 && m->M_colind[adr + k] > j) k--;
-  return k >= 0 && m->M_colind[adr + k] == j ? adr + k : -1;
+// s + the sum over dof i's descendants c (ascending, M_desc) of A(c, i) x[stride c], for a matrix A in M's layout:
+// the terms of column i below the diagonal. Four terms a step, their index and value loads issued before the
+// first add, where one at a time each add waited for two dependent loads; the adds keep their order.
+SIM_FN_INLINE sim_real sim_M_desc_sum(const SimModel* m, const sim_real* A, const sim_real* x, int stride, int i,
+                                      sim_real s) {
+  const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
+  int nd = m->M_desc_num[i], q = 0;
+  SIM_NO_UNROLL
+  for (; q + 4 <= nd; q += 4, desc += 8) {
+    int c0 = desc[0], e0 = desc[1], c1 = desc[2], e1 = desc[3], c2 = desc[4], e2 = desc[5], c3 = desc[6], e3 = desc[7];
+    sim_real a0 = A[e0], a1 = A[e1], a2 = A[e2], a3 = A[e3];
+    sim_real x0 = x[stride * c0], x1 = x[stride * c1], x2 = x[stride * c2], x3 = x[stride * c3];
+    s = sim_fmadd(a0, x0, s);
+    s = sim_fmadd(a1, x1, s);
+    s = sim_fmadd(a2, x2, s);
+    s = sim_fmadd(a3, x3, s);
+  }
+  SIM_NO_UNROLL
+  for (; q < nd; q++, desc += 2) s = sim_fmadd(A[desc[1]], x[stride * desc[0]], s);
+  return s;
 }
 
 // one past the last descendant of dof j (dofs are numbered depth-first: a subtree is contiguous, dof_ndesc long)
@@ -235,12 +247,7 @@ SIM_FN void sim_mulM(const SimModel* m, const sim_real* M, sim_real* y, const si
     int adr = m->M_rowadr[j], diag = adr + m->M_rownnz[j] - 1;
     sim_real s = M[diag] * x[j];
     for (int k = adr; k < diag; k++) s += M[k] * x[m->M_colind[k]];
-    int jend = sim_dof_subtree_end(m, j);
-    for (int i = j + 1; i < jend; i++) {
-      int e = sim_M_find(m, i, j);
-      if (e >= 0) s += M[e] * x[i];
-    }
-    y[j] = s;
+    y[j] = sim_M_desc_sum(m, M, x, 1, j, s);
   }
   SIM_SYNC();
 }
