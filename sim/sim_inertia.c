@@ -103,24 +103,12 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
 }
 
 // s + the sum over dof i's descendants c (ascending, M_desc) of A(c, i) x[stride c], for a matrix A in M's layout:
-// the terms of column i below the diagonal. Four terms a step, their index and value loads issued before the
-// first add, where one at a time each add waited for two dependent loads; the adds keep their order.
+// the terms of column i below the diagonal
 SIM_FN_INLINE sim_real sim_M_desc_sum(const SimModel* m, const sim_real* A, const sim_real* x, int stride, int i,
                                       sim_real s) {
   const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
-  int nd = m->M_desc_num[i], q = 0;
   SIM_NO_UNROLL
-  for (; q + 4 <= nd; q += 4, desc += 8) {
-    int c0 = desc[0], e0 = desc[1], c1 = desc[2], e1 = desc[3], c2 = desc[4], e2 = desc[5], c3 = desc[6], e3 = desc[7];
-    sim_real a0 = A[e0], a1 = A[e1], a2 = A[e2], a3 = A[e3];
-    sim_real x0 = x[stride * c0], x1 = x[stride * c1], x2 = x[stride * c2], x3 = x[stride * c3];
-    s = sim_fmadd(a0, x0, s);
-    s = sim_fmadd(a1, x1, s);
-    s = sim_fmadd(a2, x2, s);
-    s = sim_fmadd(a3, x3, s);
-  }
-  SIM_NO_UNROLL
-  for (; q < nd; q++, desc += 2) s = sim_fmadd(A[desc[1]], x[stride * desc[0]], s);
+  for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s = sim_fmadd(A[desc[2 * q + 1]], x[stride * desc[2 * q]], s);
   return s;
 }
 

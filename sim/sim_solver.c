@@ -166,21 +166,8 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
     if (k >= n) continue;
     int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     sim_real s = M[adr + diag] * v[i];
-    const sim_real* Mr = M + adr;
-    const int* col = m->M_colind + adr;
-    int q = diag - 1;
     SIM_NO_UNROLL
-    for (; q >= 3; q -= 4) {  // four terms a step, loads first (sim_M_desc_sum)
-      int c0 = col[q], c1 = col[q - 1], c2 = col[q - 2], c3 = col[q - 3];
-      sim_real a0 = Mr[q], a1 = Mr[q - 1], a2 = Mr[q - 2], a3 = Mr[q - 3];
-      sim_real x0 = v[c0], x1 = v[c1], x2 = v[c2], x3 = v[c3];
-      s = sim_fmadd(a0, x0, s);
-      s = sim_fmadd(a1, x1, s);
-      s = sim_fmadd(a2, x2, s);
-      s = sim_fmadd(a3, x3, s);
-    }
-    SIM_NO_UNROLL
-    for (; q >= 0; q--) s = sim_fmadd(Mr[q], v[col[q]], s);
+    for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
     res[i] = sim_M_desc_sum(m, M, v, 1, i, s);
   }
 }
@@ -193,28 +180,11 @@ SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const si
   const sim_real* J = d->efc_J + (size_t)r * m->nv;
   sim_real s = 0;
   if (SIM_JMASK(m)) {
-    // up to four non-zeros a step: their positions, then their loads, then the adds in order (one at a time, each
-    // add waited for its two loads); a missing fourth repeats an earlier position and adds nothing
-    for (int w = 0; w < 2; w++) {
-      unsigned bits = (unsigned)d->efc_Jmask[2 * r + w];
-      SIM_NO_UNROLL
-      while (bits) {
-        int j0 = 32 * w + sim_ctz(bits);
-        bits &= bits - 1;
-        int h1 = bits != 0, j1 = h1 ? 32 * w + sim_ctz(bits) : j0;
-        bits &= bits - 1;
-        int h2 = bits != 0, j2 = h2 ? 32 * w + sim_ctz(bits) : j0;
-        bits &= bits - 1;
-        int h3 = bits != 0, j3 = h3 ? 32 * w + sim_ctz(bits) : j0;
-        bits &= bits - 1;
-        sim_real a0 = J[j0], a1 = J[j1], a2 = J[j2], a3 = J[j3];
-        sim_real x0 = v[j0], x1 = v[j1], x2 = v[j2], x3 = v[j3];
-        s = sim_fmadd(a0, x0, s);
-        if (h1) s = sim_fmadd(a1, x1, s);
-        if (h2) s = sim_fmadd(a2, x2, s);
-        if (h3) s = sim_fmadd(a3, x3, s);
+    for (int w = 0; w < 2; w++)
+      for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
+        int j = 32 * w + sim_ctz(bits);
+        s = sim_fmadd(J[j], v[j], s);
       }
-    }
     return s;
   }
   for (int k = 0; k < n; k++) s = sim_fmadd(J[dofs[k]], v[dofs[k]], s);

@@ -41,12 +41,12 @@ static const char* kUsage =
     "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
     "launch's control steps in G groups of worlds, each on a stream of its own (default 0: one per 1024 worlds, up\n"
     "to 4; the same results). --carveout C: the staged kernels' shared-memory carve-out, simcuda_set_carveout's\n"
-    "mode (0 the driver's, the default; 1 each kernel's least; 2 one for all; 3 the backward's as 1; the same\n"
+    "mode (0 the driver's; 1 each kernel's least; 2 one for all; 3, the default, the backward's as 1; the same\n"
     "results).\n";
 
 static int g_staged = 2;  // --launch: simcuda_set_staged's mode
 static int g_streams = 0;  // --streams: simcuda_set_streams's count (0: by the batch's size)
-static int g_carveout = 0;  // --carveout: simcuda_set_carveout's mode
+static int g_carveout = 3;  // --carveout: simcuda_set_carveout's mode (3: SIMCUDA_DEFAULT_CARVEOUT)
 
 static double now_s(void) {
   struct timespec t;

@@ -23,6 +23,7 @@ struct SimCuda {
   int staged;         // 0: fused kernels; 1, 2: one kernel per group of stages (simcuda_set_staged)
   int nstream;        // world groups on streams of the staged control step and backward (simcuda_set_streams;
                       // 0: by the batch's size)
+  int carveout;       // the staged kernels' shared-memory carve-out mode (simcuda_set_carveout)
 };
 
 static char g_err[512] = "";
@@ -81,11 +82,18 @@ extern "C" int simcuda_create(const SimModel* m, int nworld, SimCuda** out) {
   CU_CHECK(cudaMemcpy(g->dd, &g->hd, sizeof(SimData), cudaMemcpyHostToDevice));
   simcuda_set_staged(g, 2);  // the default launch
   simcuda_set_streams(g, 0);
-  return SIM_OK;
+  int rc = simcuda_set_carveout(g, SIMCUDA_DEFAULT_CARVEOUT);
+  return rc < 0 ? rc : SIM_OK;
 }
 
 extern "C" int simcuda_set_staged(SimCuda* g, int staged) {
+  int before = g->staged;
   g->staged = g->hm.integrator == SIM_INT_RK4 ? 0 : staged == 2 ? 2 : staged != 0;
+  // the solver kernels' shared memory depends on the mode: the carve-out again, for it
+  if (g->carveout && g->staged != before) {
+    int rc = simcuda_set_carveout(g, g->carveout);
+    if (rc < 0) return rc;
+  }
   return g->staged;
 }
 
@@ -146,6 +154,7 @@ extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
     CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout, top));
     g_carveout_pct[i] = top;
   }
+  g->carveout = mode;
   return mode;
 }
 

@@ -27,8 +27,8 @@ int simcuda_download(SimCuda* g, SimData_f32* host);
 // code; on the H200 1.3-1.5x faster than fused forward and 1.8-2.5x with the backward, G1 and humanoid,
 // bench/RESULTS.md 2026-12-05), 2 (the default) staged with the Newton solver's dense scratch in shared memory,
 // where the factor and its solves load it as shared memory (models with nv <= 39; otherwise as 1; on the H100
-// 3 % / 8 % less time than 1 on the G1 / humanoid forward, bench/RESULTS.md 2026-12-06). Returns the mode set:
-// RK4 models stay fused.
+// 3 % / 8 % less time than 1 on the G1 / humanoid forward, bench/RESULTS.md 2026-12-06). Returns the mode set
+// (RK4 models stay fused), or an error code where the carve-out (below), set again for the new mode, fails.
 int simcuda_set_staged(SimCuda* g, int staged);
 int simcuda_staged(const SimCuda* g);
 // The staged control step and its backward in nstream groups of consecutive worlds, each group's kernels on a
@@ -41,15 +41,17 @@ int simcuda_set_streams(SimCuda* g, int nstream);
 int simcuda_streams(const SimCuda* g);
 
 // The staged kernels' shared-memory carve-out (the part of each SM's 256 KB of L1 and shared memory kept as shared
-// memory), set for the process, for the launch mode set now (call it after simcuda_set_staged): 0 (the default)
-// the driver's choice, which sizes it for the blocks per SM the kernel's shared memory alone would allow (the
-// position kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps the blocks
-// per SM its registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the groups'
-// kernels on streams need no other configuration beside each other; 3 the backward's three kernels as 1, the
-// substep's six as 0 (G1, 4096 worlds, H100: mode 1 made the forward 3-4 % slower and the recorded forward +
-// backward 1.2-1.4 % faster; bench/RESULTS.md 2026-12-07). The same bits in every mode. Returns the mode set, or
-// an error code. simcuda_carveout: staged kernel k's preferred carve-out as last set, in percent of the SM's
-// shared memory (-1: the driver's; kernels numbered as simcuda_kernel_name's).
+// memory), set for the process, for the launch mode set now (simcuda_set_staged sets it again when the mode
+// changes): 0 the driver's choice, which sizes it for the blocks per SM the kernel's shared memory alone would
+// allow (the position kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps
+// the blocks per SM its registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the
+// groups' kernels on streams need no other configuration beside each other; 3 (the default, SIMCUDA_DEFAULT_
+// CARVEOUT, set by simcuda_create) the backward's three kernels as 1, the substep's six as 0. G1, 4096 worlds,
+// H100: mode 1 made the forward 3-4 % slower and the recorded forward + backward 1.2-1.4 % faster; mode 3 kept the
+// forward and took 3 % off the forward + backward (bench/RESULTS.md 2026-12-07). The same bits in every mode.
+// Returns the mode set, or an error code. simcuda_carveout: staged kernel k's preferred carve-out as last set, in
+// percent of the SM's shared memory (-1: the driver's; kernels numbered as simcuda_kernel_name's).
+#define SIMCUDA_DEFAULT_CARVEOUT 3
 int simcuda_set_carveout(SimCuda* g, int mode);
 int simcuda_carveout(int k);
 
