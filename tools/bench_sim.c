@@ -41,8 +41,8 @@ static const char* kUsage =
     "solver's dense scratch in shared memory where it fits; staged: in global memory). --streams G: the staged\n"
     "launch's control steps in G groups of worlds, each on a stream of its own (default 0: one per 1024 worlds, up\n"
     "to 4; the same results). --carveout C: the staged kernels' shared-memory carve-out, simcuda_set_carveout's\n"
-    "mode (0 the driver's; 1 each kernel's least; 2 one for all; 3, the default, the backward's as 1; the same\n"
-    "results).\n";
+    "mode (0 the driver's; 1 each kernel's least; 2 one for all; 3, the default, the backward's as 1; 4 the\n"
+    "backward's as 1, one for the substep's; the same results).\n";
 
 static int g_staged = 2;  // --launch: simcuda_set_staged's mode
 static int g_streams = 0;  // --streams: simcuda_set_streams's count (0: by the batch's size)
@@ -687,7 +687,7 @@ int bench_sim_main(int argc, char** argv) {
     } else if (!strcmp(a, "--streams")) {
       bad = cli_int(argc, argv, &i, 0, 8, &g_streams);
     } else if (!strcmp(a, "--carveout")) {
-      bad = cli_int(argc, argv, &i, 0, 3, &g_carveout);
+      bad = cli_int(argc, argv, &i, 0, 4, &g_carveout);
     } else if (!strcmp(a, "--stages")) {
       stages = 1;
     } else if (a[0] == '-') {

@@ -127,15 +127,15 @@ static int carveout_least(const SimcudaKernelRef* k, int nthread, int smem_sm, i
 static int g_carveout_pct[SIMCUDA_NKERNEL] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
 
 extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
-  if (mode < 0 || mode > 3) {
-    snprintf(g_err, sizeof(g_err), "simcuda_set_carveout: mode %d (0 to 3)", mode);
+  if (mode < 0 || mode > 4) {
+    snprintf(g_err, sizeof(g_err), "simcuda_set_carveout: mode %d (0 to 4)", mode);
     return SIM_ERR_ARG;
   }
   SimcudaKernelRef k[SIMCUDA_NKERNEL];
   size_t sh = simcuda_solver_shmem(g->hm.nv, g->staged);
   int nstep = simcuda_step_kernels(k, sh);
   int n = nstep + simcuda_bwd_kernels(k + nstep, sh);
-  int dev = 0, smem_sm = 0, reserved = 0, top = 0;
+  int dev = 0, smem_sm = 0, reserved = 0, top = 0, top_step = 0;
   CU_CHECK(cudaGetDevice(&dev));
   CU_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
   CU_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
@@ -149,10 +149,12 @@ extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
     int rc = carveout_least(&k[i], 32 * SIMCUDA_WPB, smem_sm, reserved, &g_carveout_pct[i]);
     if (rc != SIM_OK) return rc;
     top = g_carveout_pct[i] > top ? g_carveout_pct[i] : top;
+    if (i < nstep) top_step = g_carveout_pct[i] > top_step ? g_carveout_pct[i] : top_step;
   }
-  for (int i = 0; i < n && mode == 2; i++) {
-    CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout, top));
-    g_carveout_pct[i] = top;
+  for (int i = 0; i < n && (mode == 2 || (mode == 4 && i < nstep)); i++) {
+    int pct = mode == 2 ? top : top_step;
+    CU_CHECK(cudaFuncSetAttribute(k[i].fn, cudaFuncAttributePreferredSharedMemoryCarveout, pct));
+    g_carveout_pct[i] = pct;
   }
   g->carveout = mode;
   return mode;
