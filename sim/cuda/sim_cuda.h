@@ -41,15 +41,15 @@ int simcuda_set_streams(SimCuda* g, int nstream);
 int simcuda_streams(const SimCuda* g);
 
 // The staged kernels' shared-memory carve-out (the part of each SM's 256 KB of L1 and shared memory kept as shared
-// memory), set for the process, for the launch mode set now (simcuda_set_staged sets it again when the mode
-// changes): 0 the driver's choice, which sizes it for the blocks per SM the kernel's shared memory alone would
-// allow (the position kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps
-// the blocks per SM its registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the
-// groups' kernels on streams need no other configuration beside each other; 3 (the default, SIMCUDA_DEFAULT_
-// CARVEOUT, set by simcuda_create) the backward's three kernels as 1, the substep's six as 0; 4 the backward's as 1,
-// the substep's six at one size, the largest of their 1's, so that the groups' substep kernels need no other
-// configuration beside each other. G1, 4096 worlds, H100: mode 1 made the forward 3-4 % slower and the recorded forward + backward 1.2-1.4 % faster; mode 3 kept the
-// forward and took 3 % off the forward + backward (bench/RESULTS.md 2026-12-07). The same bits in every mode.
+// memory), set for the process, for the launch mode set now (simcuda_set_staged sets it again when the mode changes): 0
+// the driver's choice, which sizes it for the blocks per SM the kernel's shared memory alone would allow (the position
+// kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps the blocks per SM its
+// registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the groups' kernels on streams
+// need no other configuration beside each other; 3 (the default, SIMCUDA_DEFAULT_CARVEOUT, set by simcuda_create) the
+// backward's three kernels as 1, the substep's six as 0; 4 the backward's as 1, the substep's six at one size, the
+// largest of their 1's, so that the groups' substep kernels need no other configuration beside each other. G1, 4096
+// worlds, H100: mode 1 made the forward 3-4 % slower and the recorded forward + backward 1.2-1.4 % faster; mode 3 kept
+// the forward and took 3 % off the forward + backward (bench/RESULTS.md 2026-12-07). The same bits in every mode.
 // Returns the mode set, or an error code. simcuda_carveout: staged kernel k's preferred carve-out as last set, in
 // percent of the SM's shared memory (-1: the driver's; kernels numbered as simcuda_kernel_name's).
 #define SIMCUDA_DEFAULT_CARVEOUT 3
