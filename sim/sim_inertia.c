@@ -103,12 +103,13 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
 }
 
 // s + the sum over dof i's descendants c (ascending, M_desc) of A(c, i) x[stride c], for a matrix A in M's layout:
-// the terms of column i below the diagonal
+// the terms of column i below the diagonal (a product and a sum each, with or without SIM_FMA, which fuses only the
+// Newton solver's loops)
 SIM_FN_INLINE sim_real sim_M_desc_sum(const SimModel* m, const sim_real* A, const sim_real* x, int stride, int i,
                                       sim_real s) {
   const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
   SIM_NO_UNROLL
-  for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s = sim_fmadd(A[desc[2 * q + 1]], x[stride * desc[2 * q]], s);
+  for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s += A[desc[2 * q + 1]] * x[stride * desc[2 * q]];
   return s;
 }
 

@@ -168,7 +168,10 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
     sim_real s = M[adr + diag] * v[i];
     SIM_NO_UNROLL
     for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
-    res[i] = sim_M_desc_sum(m, M, v, 1, i, s);
+    const int* desc = m->M_desc + 2 * m->M_desc_adr[i];
+    SIM_NO_UNROLL
+    for (int q = 0, nd = m->M_desc_num[i]; q < nd; q++) s = sim_fmadd(M[desc[2 * q + 1]], v[desc[2 * q]], s);
+    res[i] = s;
   }
 }
 
