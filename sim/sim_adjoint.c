@@ -95,7 +95,10 @@ SIM_FN_STAGE void sim_adj_tape_solution(const SimModel* m, SimWorld* d, int k, i
   sim_copy_lanes(d->tape_jaref + (size_t)k * m->nefcmax, d->efc_Jaref, nefc, lane, nlane);
   sim_copy_lanes(d->tape_qacc + (size_t)k * m->nv, d->qacc, m->nv, lane, nlane);
   sim_copy_lanes(d->tape_qfrc_con + (size_t)k * m->nv, d->qfrc_constraint, m->nv, lane, nlane);
-  if (lane == 0) d->tape_ncon[k] = ncon;
+  if (lane == 0) {
+    d->tape_ncon[k] = ncon;
+    d->tape_hok[k] = d->tape_hnow[0];  // 0 after a redone forward (sim_step_forward_world), which tapes nothing
+  }
   SIM_SYNC();
 }
 
@@ -174,9 +177,10 @@ SIM_FN_STAGE void sim_adj_forward_taped(const SimModel* m, SimWorld* d, int k, i
   SIM_SYNC();
 }
 
-// backward of one evaluation at the current forward state: adj_qacc -> adj_dq, adj_dv, adj_du (added)
-SIM_FN_STAGE void sim_adj_eval(const SimModel* m, SimWorld* d, int lane, int nlane) {
-  sim_adj_solver(m, d, lane, nlane);
+// backward of one evaluation at the current forward state: adj_qacc -> adj_dq, adj_dv, adj_du (added); k: its
+// tape entry, -1 for none (RK4's stages)
+SIM_FN_STAGE void sim_adj_eval(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
+  sim_adj_solver(m, d, k, lane, nlane);
   sim_adj_smooth(m, d, d->adj_flags, lane, nlane);
 }
 
@@ -246,7 +250,7 @@ SIM_FN void sim_adj_substep_post(const SimModel* m, SimWorld* d, int lane, int n
 // Out: adj_qpos, adj_qvel of its input; adj_ctrl += ctrl cotangent.
 SIM_FN void sim_adj_substep_euler_implicit(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   sim_adj_substep_pre(m, d, k, lane, nlane);
-  sim_adj_eval(m, d, lane, nlane);
+  sim_adj_eval(m, d, k, lane, nlane);
   sim_adj_substep_post(m, d, lane, nlane);
 }
 
@@ -307,7 +311,7 @@ SIM_FN_STAGE void sim_adj_substep_rk4(const SimModel* m, SimWorld* d, int k, int
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->adj_qacc[i] = Fbar[s * nv + i];
     SIM_SYNC();
-    sim_adj_eval(m, d, lane, nlane);
+    sim_adj_eval(m, d, -1, lane, nlane);
     SIM_NO_UNROLL
     for (int i = lane; i < m->nu; i += nlane) d->adj_ctrl[i] += d->adj_du[i];
     SIM_NO_UNROLL

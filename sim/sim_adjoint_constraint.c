@@ -280,7 +280,7 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
 //   out (added to): adj_qfrc_smooth (lambda), adj_M, adj_dv (row velocities), adj_dq (limit rows),
 //        adj_ten_length (tendon limits), adj_cdof, adj_subtree_com, adj_geom_xpos, adj_geom_xmat (contacts):
 //        consumed by the smooth backward that follows.
-SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int nlane) {
+SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int k, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   sim_real* lambda = d->adj_tmp;
   if (nefc == 0) {  // H = M: reuse the forward's LDL' factor
@@ -289,7 +289,8 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
     SIM_SYNC();
     sim_solveLD(m, lambda, d->qLD, d->qLDiagInv, lane, nlane);
   } else {
-    // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L
+    // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L; the forward's
+    // final factor from tape entry k where it taped one (the same rows, states and order: the same bits)
     if (lane == 0) d->adj_nconstraint[0]++;
     int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows
     SIM_NO_UNROLL
@@ -305,7 +306,8 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int lane, int n
     ctx.rows = ident + nv;
     ctx.n = nv;
     ctx.nr = nefc;
-    sim_hessian_factor(m, d, &ctx, lane, nlane);
+    if (k >= 0 && d->tape_hok[k]) sim_hfac_tape(m, d, k, 1, lane, nlane);
+    else sim_hessian_factor(m, d, &ctx, lane, nlane);
     sim_chol_solve(d, &ctx, lane, nlane);
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->sol_Mgrad[i];

@@ -7,8 +7,11 @@
 // the narrow phase left it, the solver's J qacc - aref per row, qacc, qfrc_constraint, the factors of M and of
 // the integrator's matrix with its acceleration, and the outputs of the geometry stages): the backward recomputes
 // the smooth forces from these, never the kinematics, com, tendon lengths, CRB, broadphase, narrow phase,
-// Newton iterations or a factorization. Bytes per world and substep: sizeof(sim_real) (nq + 13 nv
-// + 2 nu + 10 nconmax + nefcmax + 3 nM + 47 nbody + 6 njnt + 12 ngeom + ntendon) + 4 (nu + 1 + 2 nconmax).
+// Newton iterations or the factor of M. The Newton Hessian's factor at the converged rows is taped too where the
+// solve covered all dofs and rows in order (one tree, or islands off): the backward's Hessian is then the same
+// matrix, and its factor the same bits. Bytes per world and substep: sizeof(sim_real) (nq + 13 nv
+// + nv (nv + 1) / 2 + 2 nu + 10 nconmax + nefcmax + 3 nM + 47 nbody + 6 njnt + 12 ngeom + ntendon)
+// + 4 (nu + 2 + 2 nconmax).
 // Cotangent buffers (adj_*) hold the cotangent of the forward field of the same name at the state being
 // differentiated; adj_qpos is in the nv-dimensional tangent space of mj_integratePos/mj_differentiatePos.
 #ifndef ADJ_SIM_ADJOINT_FIELDS_H
@@ -41,6 +44,7 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(int, tape_n, adj, 1)                /* substeps recorded (tape cursor) */                      \
   X(int, tape_k, adj, 1)                /* the entry of the substep in progress (-1: none) */      \
   X(int, adj_nconstraint, adj, 1)       /* evaluations differentiated through constraint rows */     \
+  X(int, tape_hnow, adj, 1)             /* 1: the last solve put its final factor on its tape entry */ \
   X(sim_real, tape_qpos, ntape, m->nq)                                                             \
   X(sim_real, tape_qvel, ntape, m->nv)                                                             \
   X(sim_real, tape_ctrl, ntape, m->nu)                                                             \
@@ -53,6 +57,8 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   X(sim_real, tape_jaref, ntape, m->nefcmax)    /* efc_Jaref at the solver's last update */        \
   X(sim_real, tape_qacc, ntape, m->nv)  /* converged qacc */                                       \
   X(sim_real, tape_qfrc_con, ntape, m->nv) /* qfrc_constraint at it */                             \
+  X(int, tape_hok, ntape, 1)            /* 1: tape_hfac holds the Newton Hessian's final factor */   \
+  X(sim_real, tape_hfac, ntape, m->nv * (m->nv + 1) / 2) /* its lower triangle, 1 / L(k, k) on the diagonal, packed */ \
   X(sim_real, tape_factor, ntape, 2 * m->nM + 3 * m->nv) /* qLD, qLDiagInv, qH, qHDiagInv, qacc_int */ \
   X(sim_real, tape_geometry, ntape, SIM_ADJ_NGEOMETRY(m)) /* SIM_ADJ_GEOMETRY, after the position stage */ \
   /* cotangents of the step's state: in = outputs', out = inputs' (qpos: tangent space, nv) */     \

@@ -98,7 +98,7 @@ SIM_FN void sim_forward_world_tape(const SimModel* m, SimWorld* d, int tape, int
   if (tape >= 0) sim_adj_tape_geometry(m, d, tape, lane, nlane);
   sim_collision(m, d, lane, nlane);
   sim_forward_smooth(m, d, lane, nlane);
-  sim_constraint(m, d, lane, nlane);
+  sim_constraint_tape(m, d, tape, lane, nlane);
 }
 SIM_FN void sim_forward_world(const SimModel* m, SimWorld* d, int lane, int nlane) {
   sim_forward_world_tape(m, d, -1, lane, nlane);

@@ -949,9 +949,35 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   SIM_SYNC();
 }
 
-// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations
+// The factor in sol_L (n = nv) to (unpack 0) or from tape entry k's packed lower triangle (row i from i (i + 1) / 2;
+// the diagonal's slot keeps 1 / L(i, i)), entries across lanes: each lane carries its entry's row and column along
+// rather than taking a square root. Unpacking writes each entry to both halves, as the factor does.
+SIM_FN void sim_hfac_tape(const SimModel* m, SimWorld* d, int k, int unpack, int lane, int nlane) {
+  int n = m->nv, ld = SIM_SOL_LD(n), ntri = n * (n + 1) / 2;
+  sim_real* t = d->tape_hfac + (size_t)k * ntri;
+  sim_real* L = d->sol_L;
+  int i = 0, j = lane;
+  while (j > i) j -= ++i;
+  SIM_NO_UNROLL
+  for (int e = lane; e < ntri; e += nlane) {
+    if (unpack) {
+      sim_real v = t[e];
+      L[i * ld + j] = v;
+      L[j * ld + i] = v;
+    } else {
+      t[e] = L[i * ld + j];
+    }
+    j += nlane;
+    while (j > i) j -= ++i;
+  }
+  SIM_SYNC();
+}
+
+// mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations.
+// tape >= 0 (the island is all dofs and rows in order): the factor of H at the final row states goes to that tape
+// entry, for the solver's adjoint.
 SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
-                             int island, int lane, int nlane) {
+                             int island, int tape, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
   c->dofs = dofs;
@@ -997,7 +1023,9 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
     done = SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol;
   }
+  int fac = 0;  // sol_L: 0 no factor, 1 the factor at the row states, 2 at those before the last update
   if (!done) {
+    fac = 1;
     sim_hessian_factor(m, d, c, lane, nlane);
     sim_chol_solve(d, c, lane, nlane);
     done = flg_gradient && SIM_MAX(0, (sim_real)0.5 * scale * sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane)) < tol;
@@ -1029,6 +1057,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     }
     SIM_SYNC();
     sim_primal_update(m, d, c, lane, nlane);
+    fac = 2;
     // MuJoCo updates the Hessian and solves for Mgrad before its three stopping tests; the improvement and
     // gradient tests do not read them, and where either stops the solve (or the iteration limit does) nothing
     // reads them after it. So those two tests come first, and the update only where the solve goes on or the
@@ -1038,6 +1067,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     iter++;
     if ((improvement > 0 && improvement < tol) || gradient < tol || iter >= m->iterations) break;
     sim_hessian_incremental(m, d, c, lane, nlane);
+    fac = 1;
     sim_chol_solve(d, c, lane, nlane);
     gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
     if (SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol) break;
@@ -1046,6 +1076,12 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     SIM_SYNC();
   }
   SIM_SYNC();
+  if (tape >= 0 && fac) {
+    // the usual exit (a stopping test after the update) leaves the factor one update behind the row states
+    if (fac == 2) sim_hessian_incremental(m, d, c, lane, nlane);
+    sim_hfac_tape(m, d, tape, 0, lane, nlane);
+    if (lane == 0) d->tape_hnow[0] = 1;
+  }
   return iter;
 }
 
@@ -1085,9 +1121,11 @@ SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allro
   SIM_SYNC();
 }
 
-// mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once)
-SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane) {
+// mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once). tape >= 0: the
+// tape entry for the final Newton factor, taped where one solve covers all dofs and rows in order (tape_hnow).
+SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
+  if (m->adj && lane == 0) d->tape_hnow[0] = 0;
   SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) d->qfrc_constraint[i] = 0;
   if (lane == 0) d->solver_niter[0] = 0, d->solver_nls[0] = 0;
@@ -1110,10 +1148,10 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
       for (int k = nidof + lane; k < nv; k += nlane) d->qacc[d->map_idof2dof[k]] = d->qacc_smooth[d->map_idof2dof[k]];
     SIM_SYNC();
-    int niter = 0;
+    int niter = 0, ktape = m->ntree == 1 ? tape : -1;  // one tree: one island of all dofs and rows, in order
     for (int i = 0; i < nisland; i++)
       niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, lane, nlane);
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, ktape, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
   } else {
     // monolithic: identity dof and row lists in the island maps
@@ -1122,7 +1160,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int lane, int nlane)
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
-    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, lane, nlane);
+    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, tape, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
   }
   SIM_SYNC();

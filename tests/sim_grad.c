@@ -246,6 +246,70 @@ static void check_lanes(const char* name, int integrator, double timestep, int n
   mj_deleteModel(mj);
 }
 
+
+// The solver adjoint's taped Newton factor (tape_hfac, one tree) against the factor it builds afresh: nstep
+// recorded control steps, their backward twice, the second time with every entry's factor marked absent. A solver
+// stopped by its iteration limit (iterations) often ends on a step that changed rows' states, where the forward
+// must bring its factor up to the final states before taping it; the two backward passes must give the same bits.
+static void check_hfac(const char* name, int iterations, int nsub, int nstep) {
+  mjModel* mj = load(name, -1, 0);
+  TEST_CHECK(mj != NULL, "load %s", name);
+  if (!mj) return;
+  mj->opt.iterations = iterations;
+  SimModel* m = NULL;
+  char err[1024];
+  if (sim_model_import(mj, &m, err, sizeof(err))) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    mj_deleteModel(mj);
+    return;
+  }
+  int ntape = nsub * nstep;
+  sim_adjoint_enable(m, ntape);
+  SimData* d = NULL;
+  sim_data_create(m, 1, &d);
+  int nq = mj->nq, nv = mj->nv, nu = mj->nu;
+  double *qpos = malloc(sizeof(double) * nq), *qvel = malloc(sizeof(double) * nv);
+  double* ctrl = malloc(sizeof(double) * (nu * nstep + 1));
+  double *cq = malloc(sizeof(double) * nv), *cv = malloc(sizeof(double) * nv);
+  double* g[2];
+  for (int p = 0; p < 2; p++) g[p] = malloc(sizeof(double) * (2 * nv + nu * nstep));
+  seed(name);
+  random_state(mj, 0.2, 1.0, qpos, qvel, ctrl, nstep);
+  for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
+  int taped = 0, rows = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    sim_tape_clear(m, d);
+    sim_reset(m, d, 0, -1);
+    for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
+    for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i];
+    for (int t = 0; t < nstep; t++) {
+      for (int a = 0; a < nu; a++) d->ctrl[a] = ctrl[t * nu + a];
+      sim_control_step(m, d, nsub, 1);
+    }
+    for (int k = 0; k < ntape; k++) {
+      if (pass == 0) taped += d->tape_hok[k] != 0;
+      if (pass == 1) d->tape_hok[k] = 0;
+    }
+    for (int i = 0; i < nv; i++) d->adj_qpos[i] = cq[i], d->adj_qvel[i] = cv[i];
+    d->adj_nconstraint[0] = 0;
+    for (int t = nstep - 1; t >= 0; t--) {
+      sim_control_step_backward(m, d, nsub);
+      for (int a = 0; a < nu; a++) g[pass][2 * nv + t * nu + a] = d->adj_ctrl[a];
+    }
+    for (int i = 0; i < nv; i++) g[pass][i] = d->adj_qpos[i], g[pass][nv + i] = d->adj_qvel[i];
+    if (pass == 0) rows = d->adj_nconstraint[0];
+  }
+  int same = !memcmp(g[0], g[1], sizeof(double) * (2 * nv + nu * nstep));
+  printf("%-22s taped factor, %d iterations: %d of %d substeps taped (%d with rows), gradient %s\n", name,
+         iterations, taped, ntape, rows, same ? "bit-identical to a fresh factor's" : "DIFFERENT");
+  TEST_CHECK(taped > 0 && taped == rows, "%s: %d substeps taped their factor, %d had rows", name, taped, rows);
+  TEST_CHECK(same, "%s: the taped factor's gradient differs from a fresh factor's", name);
+  free(qpos), free(qvel), free(ctrl), free(cq), free(cv), free(g[0]), free(g[1]);
+  sim_data_free(d);
+  sim_model_free(m);
+  mj_deleteModel(mj);
+}
+
 #endif
 
 // parameter hooks: d(c'x')/d body_mass and d/d body_ipos (one control step) against FD of MuJoCo with the
@@ -414,6 +478,9 @@ int main(int argc, char** argv) {
   RUN("lanes_rows", check_lanes("assets/test/constraint_chain.xml", -1, 0, 2));
   // free bodies whose mass-matrix rows skip ancestors (MuJoCo's simple bodies), nv <= 64: the warp forms
   RUN("lanes_rows", check_lanes("assets/test/rest_stack.xml", -1, 0, 2));
+  RUN("hfac", check_hfac("g1/scene_flat.xml", 100, 4, 8));
+  RUN("hfac", check_hfac("g1/scene_flat.xml", 2, 4, 8));
+  RUN("hfac", check_hfac("hopper/hopper.xml", 2, 4, 8));
 #endif
   settle_steps = 0;
   // 64 control steps of 4 substeps on the hopper through its contacts, vs FD of the whole rollout

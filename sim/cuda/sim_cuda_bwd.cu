@@ -25,7 +25,7 @@ __global__ void SIMCUDA_SOLVER_BOUNDS k_bwd_solver(const SimModel* m, const SimD
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
-  if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, lane, 32);
+  if (wd->tape_k[0] >= 0) sim_adj_solver(m, wd, wd->tape_k[0], lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // ... the smooth dynamics' adjoint, the input's cotangents, the tape popped (the last substep restores the state)

@@ -43,11 +43,11 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimD
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 __global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int w0, int scratch,
-                                                       unsigned long long* clk) {
+                                                       int record, unsigned long long* clk) {
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
-  sim_constraint(m, wd, lane, 32);
+  sim_constraint_tape(m, wd, record ? wd->tape_k[0] : -1, lane, 32);  // the factor leaves shared memory here
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave); its
@@ -131,7 +131,7 @@ static void launch_substep(const SimModel* m, const SimData* d, int nworld, int 
   if (ev) cudaEventRecord(ev[2]);
   k_sub_smooth<<<nb, nt, 0, st>>>(m, d, w0, CLK(2));
   if (ev) cudaEventRecord(ev[3]);
-  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, CLK(3));
+  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, record, CLK(3));
   if (ev) cudaEventRecord(ev[4]);
   k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(4));
   if (ev) cudaEventRecord(ev[5]);
