@@ -193,21 +193,31 @@ static double check_model(const char* name, int integrator, double timestep, int
   return worst;
 }
 
+// load (above) and sim_model_import, each failure a failed check; iterations > 0 replaces the solver's. 0: both made
+static int load_model(const char* name, int integrator, double timestep, int iterations, mjModel** mj_out,
+                      SimModel** m_out) {
+  mjModel* mj = load(name, integrator, timestep);
+  TEST_CHECK(mj != NULL, "load %s", name);
+  if (!mj) return 1;
+  if (iterations > 0) mj->opt.iterations = iterations;
+  char err[1024];
+  if (sim_model_import(mj, m_out, err, sizeof(err))) {
+    TEST_CHECK(0, "import %s: %s", name, err);
+    mj_deleteModel(mj);
+    return 1;
+  }
+  *mj_out = mj;
+  return 0;
+}
+
 #ifdef SIM_DOUBLE
 // lanes: the control step and its backward run by nlane threads (tests/sim_lanes.c) equal one lane
 void sim_lanes_run_control(const void* model, void* data, int w, int nsub, int record, int backward, int nlane);
 
 static void check_lanes(const char* name, int integrator, double timestep, int nsub) {
-  mjModel* mj = load(name, integrator, timestep);
-  TEST_CHECK(mj != NULL, "load %s", name);
-  if (!mj) return;
+  mjModel* mj = NULL;
   SimModel* m = NULL;
-  char err[1024];
-  if (sim_model_import(mj, &m, err, sizeof(err))) {
-    TEST_CHECK(0, "import %s: %s", name, err);
-    mj_deleteModel(mj);
-    return;
-  }
+  if (load_model(name, integrator, timestep, 0, &mj, &m)) return;
   sim_adjoint_enable(m, nsub);
   SimData* d = NULL;
   sim_data_create(m, 3, &d);  // world 0: one lane; 1: 5 lanes; 2: 32 lanes
@@ -252,17 +262,9 @@ static void check_lanes(const char* name, int integrator, double timestep, int n
 // stopped by its iteration limit (iterations) often ends on a step that changed rows' states, where the forward
 // must bring its factor up to the final states before taping it; the two backward passes must give the same bits.
 static void check_hfac(const char* name, int iterations, int nsub, int nstep) {
-  mjModel* mj = load(name, -1, 0);
-  TEST_CHECK(mj != NULL, "load %s", name);
-  if (!mj) return;
-  mj->opt.iterations = iterations;
+  mjModel* mj = NULL;
   SimModel* m = NULL;
-  char err[1024];
-  if (sim_model_import(mj, &m, err, sizeof(err))) {
-    TEST_CHECK(0, "import %s: %s", name, err);
-    mj_deleteModel(mj);
-    return;
-  }
+  if (load_model(name, -1, 0, iterations, &mj, &m)) return;
   int ntape = nsub * nstep;
   sim_adjoint_enable(m, ntape);
   SimData* d = NULL;
@@ -315,16 +317,9 @@ static void check_hfac(const char* name, int iterations, int nsub, int nstep) {
 // parameter hooks: d(c'x')/d body_mass and d/d body_ipos (one control step) against FD of MuJoCo with the
 // perturbed model (mj_setConst recomputes the derived constants: subtree masses, sameframe flags)
 static void check_params(const char* name, int nsub) {
-  mjModel* mj = load(name, -1, 0);
-  TEST_CHECK(mj != NULL, "load %s", name);
-  if (!mj) return;
+  mjModel* mj = NULL;
   SimModel* m = NULL;
-  char err[1024];
-  if (sim_model_import(mj, &m, err, sizeof(err))) {
-    TEST_CHECK(0, "import %s: %s", name, err);
-    mj_deleteModel(mj);
-    return;
-  }
+  if (load_model(name, -1, 0, 0, &mj, &m)) return;
   sim_adjoint_enable(m, nsub);
   SimData* d = NULL;
   sim_data_create(m, 1, &d);
