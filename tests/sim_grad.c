@@ -98,6 +98,22 @@ static void random_state(const mjModel* m, double qscale, double vscale, double*
   grad_random_state(m, qscale, vscale, ctrl_spread, settle_steps, nstep, qpos, qvel, ctrl);
 }
 
+// world 0 from (qpos, qvel) through nstep recorded control steps of nsub substeps under ctrl (nstep x nu), its
+// tape emptied first; the first failing control step's code, else 0
+static int record_rollout(const SimModel* m, SimData* d, const double* qpos, const double* qvel, const double* ctrl,
+                          int nsub, int nstep) {
+  int nq = m->nq, nv = m->nv, nu = m->nu, rc = 0;
+  sim_tape_clear(m, d);
+  sim_reset(m, d, 0, -1);
+  for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
+  for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i];
+  for (int t = 0; t < nstep && rc == 0; t++) {
+    for (int a = 0; a < nu; a++) d->ctrl[a] = ctrl[t * nu + a];
+    rc = sim_control_step(m, d, nsub, 1);
+  }
+  return rc;
+}
+
 // gradient of c'x' over nstep control steps of nsub substeps: ours vs MuJoCo FD. Returns the max error.
 static double check_model(const char* name, int integrator, double timestep, int nsub, int nstep, int nstate, double qscale,
                           double vscale, double tol_med, double tol_max) {
@@ -130,15 +146,8 @@ static double check_model(const char* name, int integrator, double timestep, int
     random_state(mj, qscale, vscale, qpos, qvel, ctrl, nstep);
     for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
     // ours: forward with the tape, then backward
-    sim_tape_clear(m, d);
-    sim_reset(m, d, 0, -1);
-    for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
-    for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i];
-    for (int t = 0; t < nstep; t++) {
-      for (int a = 0; a < nu; a++) d->ctrl[a] = ctrl[t * nu + a];
-      rc = sim_control_step(m, d, nsub, 1);
-      TEST_CHECK(rc == 0, "control step");
-    }
+    rc = record_rollout(m, d, qpos, qvel, ctrl, nsub, nstep);
+    TEST_CHECK(rc == 0, "control step");
     ref_rollout(&r, qpos, qvel, ctrl, qref, vref);
     unsigned long long sig0 = r.sig;
     double fwd = 0;
@@ -280,14 +289,7 @@ static void check_hfac(const char* name, int iterations, int nsub, int nstep) {
   for (int i = 0; i < nv; i++) cq[i] = nrand(), cv[i] = nrand();
   int taped = 0, rows = 0;
   for (int pass = 0; pass < 2; pass++) {
-    sim_tape_clear(m, d);
-    sim_reset(m, d, 0, -1);
-    for (int i = 0; i < nq; i++) d->qpos[i] = qpos[i];
-    for (int i = 0; i < nv; i++) d->qvel[i] = qvel[i];
-    for (int t = 0; t < nstep; t++) {
-      for (int a = 0; a < nu; a++) d->ctrl[a] = ctrl[t * nu + a];
-      sim_control_step(m, d, nsub, 1);
-    }
+    TEST_CHECK(record_rollout(m, d, qpos, qvel, ctrl, nsub, nstep) == 0, "%s: control step", name);
     for (int k = 0; k < ntape; k++) {
       if (pass == 0) taped += d->tape_hok[k] != 0;
       if (pass == 1) d->tape_hok[k] = 0;
