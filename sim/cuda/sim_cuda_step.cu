@@ -69,18 +69,7 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
-// The constraint kernel's dynamic shared memory beside its static (the warps' SimWorld views) may pass the 48 KB a
-// block gets without asking (level 2: 43.2 KB on the G1, 49.4 KB in all): asked for once, the largest yet
-static size_t g_constraint_sh = 0;
-static void constraint_optin(size_t sh) {
-  if (sh <= g_constraint_sh) return;
-  if (cudaFuncSetAttribute((const void*)k_sub_constraint, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh) ==
-      cudaSuccess)
-    g_constraint_sh = sh;  // else the launch fails, and its check reports it
-}
-
 int simcuda_step_kernels(SimcudaKernelRef* k, size_t constraint_sh) {
-  constraint_optin(constraint_sh);
   const void* fn[SIMCUDA_NSUB_KERNEL] = {(const void*)k_sub_position, (const void*)k_sub_collision,
                                          (const void*)k_sub_smooth,   (const void*)k_sub_constraint,
                                          (const void*)k_sub_repair,   (const void*)k_sub_integrate};
@@ -142,7 +131,6 @@ static void launch_substep(const SimModel* m, const SimData* d, int nworld, int 
   if (ev) cudaEventRecord(ev[2]);
   k_sub_smooth<<<nb, nt, 0, st>>>(m, d, w0, CLK(2));
   if (ev) cudaEventRecord(ev[3]);
-  constraint_optin(sh);
   k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, simcuda_solver_level(nv, sh), record, CLK(3));
   if (ev) cudaEventRecord(ev[4]);
   k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(4));
