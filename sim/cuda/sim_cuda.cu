@@ -133,7 +133,7 @@ extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
   }
   SimcudaKernelRef k[SIMCUDA_NKERNEL];
   size_t sh = simcuda_solver_shmem(g->hm.nv, g->staged);
-  int nstep = simcuda_step_kernels(k, simcuda_constraint_shmem(g->hm.nv, g->staged));
+  int nstep = simcuda_step_kernels(k, sh);
   int n = nstep + simcuda_bwd_kernels(k + nstep, sh);
   int dev = 0, smem_sm = 0, reserved = 0, top = 0, top_step = 0;
   CU_CHECK(cudaGetDevice(&dev));

@@ -60,42 +60,13 @@ static inline size_t simcuda_solver_shmem(int nv, int staged) {
   size_t b = (size_t)SIMCUDA_WPB * simcuda_solver_warp_floats(nv) * sizeof(float);
   return staged == 2 && b <= 48 * 1024 ? b : 0;
 }
-// Level 2 (the constraint kernel, where its block's still fit in 48 KB): also a copy of M (room for nv (nv + 1) / 2
-// entries, at least nM) and the solver's five nv-vectors (sol_Ma, sol_Mv, sol_grad, sol_Mgrad, sol_search, scratch
-// of the solve alone), which M v, the Hessian's entries and the solves read at scattered positions. Level 1: sol_H
-// and sol_L alone (the solver adjoint's kernel, and models too large for level 2).
-static inline __host__ __device__ size_t simcuda_solver_level_floats(int nv, int level) {
-  size_t f = simcuda_solver_warp_floats(nv);
-  return level >= 2 ? f + simcuda_solver_h_floats(nv) + (size_t)((5 * nv + 3) & ~3) : f;
-}
-static inline size_t simcuda_constraint_shmem(int nv, int staged) {
-  size_t b = (size_t)SIMCUDA_WPB * simcuda_solver_level_floats(nv, 2) * sizeof(float);
-  return staged == 2 && b <= 48 * 1024 ? b : simcuda_solver_shmem(nv, staged);
-}
-// the level of sh bytes of either kernel (0: no scratch)
-static inline int simcuda_solver_level(int nv, size_t sh) {
-  return sh == 0 ? 0 : sh == (size_t)SIMCUDA_WPB * simcuda_solver_warp_floats(nv) * sizeof(float) ? 1 : 2;
-}
 #define SIMCUDA_SOLVER_SCRATCH(m, wd, lane, on)                                                     \
   extern __shared__ float4 simcuda_scratch4_[];                                                     \
   if (on) {                                                                                         \
-    float* p_ = (float*)simcuda_scratch4_ + (threadIdx.x / 32) * simcuda_solver_level_floats((m)->nv, on); \
-    float* q_ = p_ + simcuda_solver_warp_floats((m)->nv); /* level 2: M, then the vectors */         \
-    if ((on) >= 2)                                                                                  \
-      for (int i_ = (lane); i_ < (m)->nM; i_ += 32) q_[i_] = (wd)->M[i_];                            \
-    __syncwarp(); /* every lane has read wd->M before it changes */                                  \
     if ((lane) == 0) {                                                                              \
+      float* p_ = (float*)simcuda_scratch4_ + (threadIdx.x / 32) * simcuda_solver_warp_floats((m)->nv); \
       (wd)->sol_H = p_;                                                                             \
       (wd)->sol_L = p_ + simcuda_solver_h_floats((m)->nv);                                          \
-      if ((on) >= 2) {                                                                              \
-        float* v_ = q_ + simcuda_solver_h_floats((m)->nv);                                          \
-        (wd)->M = q_;                                                                               \
-        (wd)->sol_Ma = v_;                                                                          \
-        (wd)->sol_Mv = v_ + (m)->nv;                                                                \
-        (wd)->sol_grad = v_ + 2 * (m)->nv;                                                          \
-        (wd)->sol_Mgrad = v_ + 3 * (m)->nv;                                                         \
-        (wd)->sol_search = v_ + 4 * (m)->nv;                                                        \
-      }                                                                                             \
     }                                                                                               \
     __syncwarp();                                                                                   \
   }
@@ -158,14 +129,14 @@ static inline int simcuda_group(int nworld, int ngroup, int i, int* w0) {
 typedef void (*SimcudaGroupLaunch)(const void* ctx, int s, int w0, int n, cudaStream_t st);
 void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch f, const void* ctx);
 
-// The staged kernels with their dynamic shared memory (constraint_sh: simcuda_constraint_shmem's bytes for the
-// constraint kernel, solver_sh: simcuda_solver_shmem's for the solver adjoint's), for simcuda_set_carveout: the substep's six (sim_cuda_step.cu), the backward's three
+// The staged kernels with their dynamic shared memory (solver_sh: simcuda_solver_shmem's bytes for the Newton
+// solver's two kernels), for simcuda_set_carveout: the substep's six (sim_cuda_step.cu), the backward's three
 // (sim_cuda_bwd.cu); each returns its count.
 typedef struct {
   const void* fn;
   size_t dyn;
 } SimcudaKernelRef;
-int simcuda_step_kernels(SimcudaKernelRef* k, size_t constraint_sh);
+int simcuda_step_kernels(SimcudaKernelRef* k, size_t solver_sh);
 int simcuda_bwd_kernels(SimcudaKernelRef* k, size_t solver_sh);
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);

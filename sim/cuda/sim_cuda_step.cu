@@ -69,11 +69,11 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 
-int simcuda_step_kernels(SimcudaKernelRef* k, size_t constraint_sh) {
+int simcuda_step_kernels(SimcudaKernelRef* k, size_t solver_sh) {
   const void* fn[SIMCUDA_NSUB_KERNEL] = {(const void*)k_sub_position, (const void*)k_sub_collision,
                                          (const void*)k_sub_smooth,   (const void*)k_sub_constraint,
                                          (const void*)k_sub_repair,   (const void*)k_sub_integrate};
-  for (int i = 0; i < SIMCUDA_NSUB_KERNEL; i++) k[i] = SimcudaKernelRef{fn[i], i == 3 ? constraint_sh : 0};
+  for (int i = 0; i < SIMCUDA_NSUB_KERNEL; i++) k[i] = SimcudaKernelRef{fn[i], i == 3 ? solver_sh : 0};
   return SIMCUDA_NSUB_KERNEL;
 }
 
@@ -122,7 +122,7 @@ void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch 
 static void launch_substep(const SimModel* m, const SimData* d, int nworld, int w0, int n, cudaStream_t st,
                            int record, int staged, int nv, cudaEvent_t* ev, unsigned long long* clk) {
   unsigned nb = simcuda_blocks(n), nt = 32 * SIMCUDA_WPB;
-  size_t sh = simcuda_constraint_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
+  size_t sh = simcuda_solver_shmem(nv, staged), cw = (size_t)SIMCUDA_CLOCK_WORDS * nworld;
 #define CLK(k) (clk ? clk + (k) * cw : NULL)
   if (ev) cudaEventRecord(ev[0]);
   k_sub_position<<<nb, nt, 0, st>>>(m, d, w0, record, CLK(0));
@@ -131,7 +131,7 @@ static void launch_substep(const SimModel* m, const SimData* d, int nworld, int 
   if (ev) cudaEventRecord(ev[2]);
   k_sub_smooth<<<nb, nt, 0, st>>>(m, d, w0, CLK(2));
   if (ev) cudaEventRecord(ev[3]);
-  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, simcuda_solver_level(nv, sh), record, CLK(3));
+  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, record, CLK(3));
   if (ev) cudaEventRecord(ev[4]);
   k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(4));
   if (ev) cudaEventRecord(ev[5]);
