@@ -292,22 +292,25 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int k, int lane
     // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L; the forward's
     // final factor from tape entry k where it taped one (the same rows, states and order: the same bits)
     if (lane == 0) d->adj_nconstraint[0]++;
-    int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows
+    int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows, the latter for a fresh factor only
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) {
       ident[i] = i;
       d->sol_grad[i] = d->adj_qacc[i];
     }
-    SIM_NO_UNROLL
-    for (int r = lane; r < nefc; r += nlane) ident[nv + r] = r;
-    SIM_SYNC();
     SimSolveCtx ctx;
     ctx.dofs = ident;
     ctx.rows = ident + nv;
     ctx.n = nv;
     ctx.nr = nefc;
-    if (k >= 0 && d->tape_hok[k]) sim_hfac_tape(m, d, k, 1, lane, nlane);
-    else sim_hessian_factor(m, d, &ctx, lane, nlane);
+    if (k >= 0 && d->tape_hok[k]) {
+      sim_hfac_tape(m, d, k, 1, lane, nlane);  // its sync also ends the loop above
+    } else {
+      SIM_NO_UNROLL
+      for (int r = lane; r < nefc; r += nlane) ident[nv + r] = r;
+      SIM_SYNC();
+      sim_hessian_factor(m, d, &ctx, lane, nlane);
+    }
     sim_chol_solve(d, &ctx, lane, nlane);
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) lambda[i] = d->sol_Mgrad[i];
