@@ -958,26 +958,36 @@ SIM_FN void sim_hfac_tape(const SimModel* m, SimWorld* d, int k, int unpack, int
   sim_real* L = d->sol_L;
   int i = 0, j = lane;
   while (j > i) j -= ++i;
+  // four entries a pass, their loads before their stores, so that the loads overlap
   SIM_NO_UNROLL
-  for (int e = lane; e < ntri; e += nlane) {
-    if (unpack) {
-      sim_real v = t[e];
-      L[i * ld + j] = v;
-      L[j * ld + i] = v;
-    } else {
-      t[e] = L[i * ld + j];
+  for (int e = lane; e < ntri; e += 4 * nlane) {
+    int ii[4], jj[4];
+    sim_real v[4];
+    for (int q = 0; q < 4; q++) {
+      ii[q] = i, jj[q] = j;
+      j += nlane;
+      while (j > i) j -= ++i;
     }
-    j += nlane;
-    while (j > i) j -= ++i;
+    for (int q = 0; q < 4; q++)
+      if (e + q * nlane < ntri) v[q] = unpack ? t[e + q * nlane] : L[ii[q] * ld + jj[q]];
+    for (int q = 0; q < 4; q++) {
+      if (e + q * nlane >= ntri) break;
+      if (unpack) {
+        L[ii[q] * ld + jj[q]] = v[q];
+        L[jj[q] * ld + ii[q]] = v[q];
+      } else {
+        t[e + q * nlane] = v[q];
+      }
+    }
   }
   SIM_SYNC();
 }
 
 // mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations.
-// tape >= 0 (the island is all dofs and rows in order): the factor of H at the final row states goes to that tape
-// entry, for the solver's adjoint.
+// *fac: what sol_L holds at the end (0 no factor, 1 the factor at the final row states, 2 the factor one update
+// behind them), for sim_newton_tape.
 SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
-                             int island, int tape, int lane, int nlane) {
+                                   int island, int* fac_out, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
   c->dofs = dofs;
@@ -1076,13 +1086,24 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     SIM_SYNC();
   }
   SIM_SYNC();
-  if (tape >= 0 && fac) {
-    // the usual exit (a stopping test after the update) leaves the factor one update behind the row states
-    if (fac == 2) sim_hessian_incremental(m, d, c, lane, nlane);
-    sim_hfac_tape(m, d, tape, 0, lane, nlane);
-    if (lane == 0) d->tape_hnow[0] = 1;
-  }
+  *fac_out = fac;
   return iter;
+}
+
+// The factor of H at the final row states of a solve over all dofs and rows in order (the island maps' identity
+// lists) to tape entry `tape`, for the solver's adjoint; fac as sim_newton_island left it. A call of its own, so
+// that the untaped forward's solve carries none of it.
+SIM_FN_STAGE void sim_newton_tape(const SimModel* m, SimWorld* d, int fac, int tape, int lane, int nlane) {
+  if (!fac) return;
+  SimSolveCtx ctx;
+  ctx.dofs = d->map_idof2dof;
+  ctx.rows = d->map_iefc2efc;
+  ctx.n = m->nv;
+  ctx.nr = d->nefc[0];
+  // the usual exit (a stopping test after the update) leaves the factor one update behind the row states
+  if (fac == 2) sim_hessian_incremental(m, d, &ctx, lane, nlane);
+  sim_hfac_tape(m, d, tape, 0, lane, nlane);
+  if (lane == 0) d->tape_hnow[0] = 1;
 }
 
 // engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
@@ -1148,11 +1169,12 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
       for (int k = nidof + lane; k < nv; k += nlane) d->qacc[d->map_idof2dof[k]] = d->qacc_smooth[d->map_idof2dof[k]];
     SIM_SYNC();
-    int niter = 0, ktape = m->ntree == 1 ? tape : -1;  // one tree: one island of all dofs and rows, in order
+    int niter = 0, fac = 0;
     for (int i = 0; i < nisland; i++)
       niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, ktape, lane, nlane);
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, &fac, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
+    if (tape >= 0 && m->ntree == 1) sim_newton_tape(m, d, fac, tape, lane, nlane);  // one island: all, in order
   } else {
     // monolithic: identity dof and row lists in the island maps
     SIM_NO_UNROLL
@@ -1160,8 +1182,9 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
-    int niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, tape, lane, nlane);
+    int fac = 0, niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, &fac, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
+    if (tape >= 0) sim_newton_tape(m, d, fac, tape, lane, nlane);
   }
   SIM_SYNC();
 }
