@@ -27,12 +27,13 @@
 #include "sim_math.h"
 
 // per-contact scratch in adj_con (width SIM_ADJ_CON): geometry cotangents, root com cotangents, chain sums
-#define SIM_ADJ_CON 40
+#define SIM_ADJ_CON 46
 #define SIM_ADJ_CON_GEOM 0   // (24) simc_adj_contact's g_bar: pos1, mat1, pos2, mat2
 #define SIM_ADJ_CON_COM1 24  // (3) cotangent of subtree_com[root(b1)]
 #define SIM_ADJ_CON_COM2 27  // (3) cotangent of subtree_com[root(b2)]
 #define SIM_ADJ_CON_ABG 30   // (9) A, B, G: sum over the contact's rows of alpha w, beta w, gamma w
 #define SIM_ADJ_CON_FRIC 39  // (1) cotangent of the contact's sliding friction (condim 3; 0 for condim 1)
+#define SIM_ADJ_CON_OFF 40   // (6) pos - subtree_com[root(b1)], pos - subtree_com[root(b2)]
 
 // per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
@@ -68,6 +69,7 @@ SIM_FN void sim_adj_limit_rows(const SimModel* m, SimWorld* d, const sim_real* l
     int nv = m->nv, nefc = d->nefc[0];
     for (int r = 0; r < nefc; r++) {
       int type = d->efc_type[r], id = d->efc_id[r];
+      if (type == SIM_CNSTR_CONTACT_FRICTIONLESS || type == SIM_CNSTR_CONTACT_PYRAMIDAL) break;  // contacts come last
       const sim_real* co = d->adj_efc + SIM_ADJ_EFC * r;
       if (type == SIM_CNSTR_LIMIT_TENDON) {
         d->adj_ten_length[id] += co[3] * sim_limit_sign(m, d, r);
@@ -96,16 +98,22 @@ SIM_FN void sim_adj_limit_rows(const SimModel* m, SimWorld* d, const sim_real* l
   SIM_SYNC();
 }
 
-// first row of each contact in adj_map (-1: a contact without rows); lane 0, O(nefc)
+// first row of each contact in adj_map (-1: a contact without rows), rows across lanes: a contact's rows are
+// consecutive, so its first row is the one whose predecessor is not a row of the same contact
 SIM_FN void sim_adj_contact_rows(const SimModel* m, SimWorld* d, int* conrow, int ncon, int lane, int nlane) {
   SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane) conrow[c] = -1;
   SIM_SYNC();
-  if (lane == 0)
-    for (int r = d->nefc[0] - 1; r >= 0; r--) {
-      int type = d->efc_type[r];
-      if (type == SIM_CNSTR_CONTACT_FRICTIONLESS || type == SIM_CNSTR_CONTACT_PYRAMIDAL) conrow[d->efc_id[r]] = r;
+  SIM_NO_UNROLL
+  for (int r = lane; r < d->nefc[0]; r += nlane) {
+    int type = d->efc_type[r], id = d->efc_id[r], prev = -1;  // prev: the contact of row r - 1, if any
+    if (type != SIM_CNSTR_CONTACT_FRICTIONLESS && type != SIM_CNSTR_CONTACT_PYRAMIDAL) continue;
+    if (r > 0) {
+      int tp = d->efc_type[r - 1];
+      if (tp == SIM_CNSTR_CONTACT_FRICTIONLESS || tp == SIM_CNSTR_CONTACT_PYRAMIDAL) prev = d->efc_id[r - 1];
     }
+    if (prev != id) conrow[id] = r;
+  }
   SIM_SYNC();
 }
 
@@ -190,58 +198,70 @@ SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int 
   }
   out[SIM_ADJ_CON_FRIC] = mubar;
   simu_add3(posbar, off1bar, off2bar);
+  simu_copy3(out + SIM_ADJ_CON_OFF, off1);
+  simu_copy3(out + SIM_ADJ_CON_OFF + 3, off2);
   simu_scl3(out + SIM_ADJ_CON_COM1, off1bar, -1);
   simu_scl3(out + SIM_ADJ_CON_COM2, off2bar, -1);
   simc_adj_contact(m, d, c, distbar, posbar, framebar, out + SIM_ADJ_CON_GEOM);
 }
 
 // contact rows: geometry pass per contact (lanes), then gathers per geom, per root body and per dof, each in
-// contact order
+// contact order. The geometry pass also leaves per contact what the gathers look up (chain ends, roots, the
+// friction's geom, the offsets), so that no gather lane walks contact -> geom -> body -> root.
 SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int ncon = SIM_MIN(d->ncon[0], m->nconmax);
   if (ncon == 0) return;
   int* conrow = d->adj_map + m->nv + m->nefcmax;
-  int* conlast = conrow + m->nconmax;  // per contact, the last dof of each side's chain (-1: none)
+  int* conlast = conrow + m->nconmax;      // (2 per contact) the last dof of each side's chain (-1: none)
+  int* conroot = conlast + 2 * m->nconmax;  // (2 per contact) each side's root body (0: the world, or a world geom)
+  int* confric = conroot + 2 * m->nconmax;  // the geom that takes the sliding friction's cotangent (-1: none)
   sim_adj_contact_rows(m, d, conrow, ncon, lane, nlane);
+  const sim_real* gf = sim_prm_friction(m, d);  // (ngeom, 3) the frictions the contacts were mixed from
   SIM_NO_UNROLL
   for (int c = lane; c < ncon; c += nlane)
     if (conrow[c] >= 0) {
       sim_adj_contact_geometry(m, d, c, conrow[c], lambda);
-      conlast[2 * c] = sim_body_lastdof(m, m->geom_bodyid[d->contact_geom[2 * c]]);
-      conlast[2 * c + 1] = sim_body_lastdof(m, m->geom_bodyid[d->contact_geom[2 * c + 1]]);
+      int g1 = d->contact_geom[2 * c], g2 = d->contact_geom[2 * c + 1];
+      int b1 = m->geom_bodyid[g1], b2 = m->geom_bodyid[g2];
+      conlast[2 * c] = sim_body_lastdof(m, b1);
+      conlast[2 * c + 1] = sim_body_lastdof(m, b2);
+      // a geom of the world body takes none: the kinematics adjoint reads the geoms of the moving bodies only
+      conroot[2 * c] = b1 ? m->body_rootid[b1] : 0;
+      conroot[2 * c + 1] = b2 ? m->body_rootid[b2] : 0;
+      // sliding friction: to the geom it was mixed from (dynamic pairs; not where clamped to mjMINMU)
+      int pr = d->contact_pair[c], gs = -1;
+      if (d->contact_dim[c] > 1 && m->pair_ipair[pr] < 0) {
+        int g = simc_friction_src(m, gf, pr, 0);
+        if ((g1 == g || g2 == g) && gf[3 * g] >= (sim_real)SIM_MINMU) gs = g;
+      }
+      confric[c] = gs;
     }
   SIM_SYNC();
   // The gathers to geoms (position and frame of each side, the sliding friction's source) and to root bodies (the
   // subtree com of each side's root): the contacts in order, the 16 components across lanes (lane k owns component k
   // of every geom or body), so that each accumulator receives its terms in contact order, then side order, as a walk
-  // per geom or per body gives them, while no lane waits on another's geoms. A geom of the world body takes none:
-  // the kinematics adjoint reads the geoms of the moving bodies only (a floor contact's plane).
-  const sim_real* gf = sim_prm_friction(m, d);  // (ngeom, 3) the frictions the contacts were mixed from
+  // per geom or per body gives them, while no lane waits on another's geoms.
   for (int c = 0; c < ncon; c++) {
     if (conrow[c] < 0) continue;
     const sim_real* cb = d->adj_con + (size_t)SIM_ADJ_CON * c;
     SIM_NO_UNROLL
     for (int k = lane; k < 16; k += nlane) {
       if (k == 12) {
-        // sliding friction: to the geom it was mixed from (dynamic pairs; not where clamped to mjMINMU)
-        int pr = d->contact_pair[c];
-        if (d->contact_dim[c] > 1 && m->pair_ipair[pr] < 0) {
-          int g = simc_friction_src(m, gf, pr, 0);
-          if ((d->contact_geom[2 * c] == g || d->contact_geom[2 * c + 1] == g) && gf[3 * g] >= (sim_real)SIM_MINMU)
-            d->adj_geom_friction[3 * g] += cb[SIM_ADJ_CON_FRIC];
-        }
+        int g = confric[c];
+        if (g >= 0) d->adj_geom_friction[3 * g] += cb[SIM_ADJ_CON_FRIC];
         continue;
       }
       for (int side = 0; side < 2; side++) {
-        int g = d->contact_geom[2 * c + side];
-        if (k < 12 && m->geom_bodyid[g] == 0) continue;
-        if (k < 3) {
-          d->adj_geom_xpos[3 * g + k] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
-        } else if (k < 12) {
-          d->adj_geom_xmat[9 * g + k - 3] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
+        int b = conroot[2 * c + side];
+        if (b == 0) continue;  // the world's geoms and root take none
+        if (k < 12) {
+          int g = d->contact_geom[2 * c + side];
+          if (k < 3)
+            d->adj_geom_xpos[3 * g + k] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
+          else
+            d->adj_geom_xmat[9 * g + k - 3] += cb[SIM_ADJ_CON_GEOM + 12 * side + k];
         } else {
-          int b = m->body_rootid[m->geom_bodyid[g]];  // the world (0) takes none
-          if (b > 0) d->adj_subtree_com[3 * b + k - 13] += cb[(side ? SIM_ADJ_CON_COM2 : SIM_ADJ_CON_COM1) + k - 13];
+          d->adj_subtree_com[3 * b + k - 13] += cb[(side ? SIM_ADJ_CON_COM2 : SIM_ADJ_CON_COM1) + k - 13];
         }
       }
     }
@@ -255,17 +275,15 @@ SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_rea
     int iend = sim_dof_subtree_end(m, i);
     for (int c = 0; c < ncon; c++) {
       if (conrow[c] < 0) continue;
-      const sim_real* ABG = d->adj_con + (size_t)SIM_ADJ_CON * c + SIM_ADJ_CON_ABG;
+      const sim_real* con = d->adj_con + (size_t)SIM_ADJ_CON * c;
       for (int side = 0; side < 2; side++) {
         int last = conlast[2 * c + side];
         if (last < i || last >= iend) continue;  // also where last is -1 (no dof): i >= 0
-        int b = m->geom_bodyid[d->contact_geom[2 * c + side]];
-        sim_real X[3] = {0, 0, 0}, off[3], t[3], sg = side ? 1 : -1;
-        simc_adj_acc3(X, ABG, sg * lambda[i]);
-        simc_adj_acc3(X, ABG + 3, sg * d->qacc[i]);
-        simc_adj_acc3(X, ABG + 6, sg * d->qvel[i]);
-        simu_sub3(off, d->contact_pos + 3 * c, d->subtree_com + 3 * m->body_rootid[b]);
-        simu_cross(t, off, X);
+        sim_real X[3] = {0, 0, 0}, t[3], sg = side ? 1 : -1;
+        simc_adj_acc3(X, con + SIM_ADJ_CON_ABG, sg * lambda[i]);
+        simc_adj_acc3(X, con + SIM_ADJ_CON_ABG + 3, sg * d->qacc[i]);
+        simc_adj_acc3(X, con + SIM_ADJ_CON_ABG + 6, sg * d->qvel[i]);
+        simu_cross(t, con + SIM_ADJ_CON_OFF + 3 * side, X);
         simu_add3(cb, cb, t);
         simu_add3(cb + 3, cb + 3, X);
       }

@@ -113,10 +113,10 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
   /* solver adjoint scratch (sim_adjoint_constraint.c) */                                          \
   X(sim_real, adj_efc, adj, m->nefcmax * SIM_ADJ_EFC) /* per row: J-bar coefficients of [0] lambda, */ \
                                              /* [1] qacc, [2] qvel; [3] pos-bar; [4] R-bar */          \
-  X(sim_real, adj_con, adj, m->nconmax * 40) /* per contact: geometry, root com cotangents, chain */    \
-                                             /* sums, friction cotangent */                           \
-  X(int, adj_map, adj, m->nv + m->nefcmax + 3 * m->nconmax) /* identity dof/row lists; per contact: first */ \
-                                             /* row, last dof of each side's chain */                \
+  X(sim_real, adj_con, adj, m->nconmax * 46) /* per contact: geometry, root com cotangents, chain */    \
+                                             /* sums, friction cotangent, offsets from the roots */   \
+  X(int, adj_map, adj, m->nv + m->nefcmax + 6 * m->nconmax) /* identity dof/row lists; per contact: first */ \
+                                             /* row, each side's last dof and root, friction geom */ \
   /* parameter cotangents of the world's values (sim_param_fields.h; the model's when overrides are off), */ \
   /* accumulated over the backward pass, zeroed by sim_tape_clear */                                        \
   X(sim_real, adj_body_mass, adj, m->nbody)                                                        \
