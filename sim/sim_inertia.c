@@ -35,33 +35,25 @@ SIM_FN_STAGE void sim_crb(const SimModel* m, SimWorld* d, int lane, int nlane) {
   SIM_SYNC();
 }
 
-// pair t of the update by the row at start with diag ancestors in sim_factorI: the entry it changes (dst, -1 if
-// none) and its two sources
-SIM_FN void sim_factorI_pair(const SimModel* m, int start, int diag, int t, int* dst, int* se, int* sp) {
-  *dst = -1;
-  if (t >= diag * (diag + 1) / 2) return;
-  int p = m->M_tri[2 * t], e = m->M_tri[2 * t + 1], i = m->M_colind[start + p];
-  if (e < m->M_rownnz[i]) {
-    *dst = m->M_rowadr[i] + e;
-    *se = start + e;
-    *sp = start + p;
-  }
-}
-
 // in-place L'DL factorization of a matrix in M's CSR layout (mj_factorI). Rows are processed from the
 // last. Row k's update changes each entry (p, e) of its ancestors' rows once: the ancestor at position p of row
 // k (row colind[start + p], whose stored entries are row k's first p + 1) gains mat[start + e] * scl_p, e <= p.
-// One lane runs MuJoCo's loops; several lanes take the triangle of (p, e) entries in turn, so a deep row's
-// update is a few passes instead of one lane per ancestor walking its whole row. Every entry gets the same
-// single operation either way: the same bits. Row k's scaling by its inverse diagonal waits for the end there
-// (one pass over all entries): no later row reads or writes row k, so each entry is scaled from the same value.
+// One lane runs MuJoCo's loops; several lanes take the row's updates in turn from the model's list (M_fac: the
+// addresses of each update, so that a lane's loads wait on one table read), so a deep row's update is a few passes
+// instead of one lane per ancestor walking its whole row. Every entry gets the same single operation either way:
+// the same bits. Row k's scaling by its inverse diagonal waits for the end there (one pass over all entries): no
+// later row reads or writes row k, so each entry is scaled from the same value.
 SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diaginv, int lane, int nlane) {
   const int* rownnz = m->M_rownnz;
   const int* rowadr = m->M_rowadr;
   const int* colind = m->M_colind;
-  // a lane's first pair of each row is read during the row before (the pattern's loads wait on nothing)
+  const int* fac = m->M_fac;
+  // a lane's first update of each row is read during the row before (the table's loads wait on nothing)
   int d0 = -1, e0 = 0, p0 = 0;
-  if (nlane > 1 && m->nv > 0) sim_factorI_pair(m, rowadr[m->nv - 1], rownnz[m->nv - 1] - 1, lane, &d0, &e0, &p0);
+  if (nlane > 1 && m->nv > 0 && lane < m->M_fac_num[m->nv - 1]) {
+    const int* f = fac + 3 * (m->M_fac_adr[m->nv - 1] + lane);
+    d0 = f[0], e0 = f[1], p0 = f[2];
+  }
   for (int k = m->nv - 1; k >= 0; k--) {
     int start = rowadr[k];
     int diag = rownnz[k] - 1;
@@ -76,15 +68,19 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
         for (int e = 0; e < rownnz[i]; e++) row[e] += mat[start + e] * scl;
       }
     } else {
-      int npair = diag * (diag + 1) / 2;
+      const int* f = fac + 3 * m->M_fac_adr[k];
+      int nf = m->M_fac_num[k];
       if (d0 >= 0) mat[d0] += mat[e0] * (-mat[p0] * invD);
       SIM_NO_UNROLL
-      for (int t = lane + nlane; t < npair; t += nlane) {
-        int dst, se = 0, sp = 0;
-        sim_factorI_pair(m, start, diag, t, &dst, &se, &sp);
-        if (dst >= 0) mat[dst] += mat[se] * (-mat[sp] * invD);
+      for (int t = lane + nlane; t < nf; t += nlane) {
+        int dst = f[3 * t], se = f[3 * t + 1], sp = f[3 * t + 2];
+        mat[dst] += mat[se] * (-mat[sp] * invD);
       }
-      if (k > 0) sim_factorI_pair(m, rowadr[k - 1], rownnz[k - 1] - 1, lane, &d0, &e0, &p0);
+      d0 = -1;
+      if (k > 0 && lane < m->M_fac_num[k - 1]) {
+        const int* g = fac + 3 * (m->M_fac_adr[k - 1] + lane);
+        d0 = g[0], e0 = g[1], p0 = g[2];
+      }
       SIM_SYNC();  // row k's update done: the next row reads its diagonal
       continue;
     }
@@ -92,10 +88,9 @@ SIM_FN_STAGE void sim_factorI(const SimModel* m, sim_real* mat, sim_real* diagin
   }
   if (nlane > 1) {  // the deferred scaling, the lanes over all entries (rows are stored one after another)
     SIM_SYNC();  // diaginv complete
-    int i = 0;
     SIM_NO_UNROLL
     for (int a = lane; a < m->nM; a += nlane) {
-      while (a >= rowadr[i] + rownnz[i]) i++;
+      int i = m->M_rowind[a];
       if (a < rowadr[i] + rownnz[i] - 1) mat[a] *= diaginv[i];  // not the diagonal
     }
     SIM_SYNC();

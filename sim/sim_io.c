@@ -15,9 +15,17 @@ static size_t align_up(size_t n) { return (n + SIM_ALIGN - 1) / SIM_ALIGN * SIM_
 // The mass matrix's pattern tables, from M_rownnz / M_rowadr / M_colind. M_rowind: each stored entry's row.
 // M_desc: each dof's descendants with their entry in its column, as sim_mulM_dofs sums them: the dofs that follow
 // i while their row holds i at position rownnz(i) - 1 (a subtree is contiguous).
-// M_tri: the triangle of (p, e), 0 <= e <= p, in the order t = p (p + 1) / 2 + e, for the first nM pairs. A row
-// update of sim_factorI visits diag (diag + 1) / 2 of them, never more than nM (the ancestor at position p of a
-// row has at least p + 1 stored entries of its own).
+// M_fac: the updates of sim_factorI, row k's from M_fac_adr[k]: row k (start s, diag ancestors) changes entry e of
+// the ancestor at its position p (row colind[s + p]) by mat[s + e] mat[s + p] / -D(k), for 0 <= e <= p < diag in the
+// order p (p + 1) / 2 + e, where that row stores an entry e (it always does: the ancestor at position p has at least
+// p + 1 entries of its own). Each as (address changed, s + e, s + p).
+static int sim_M_fac_count(int nv, const int* rownnz, const int* rowadr, const int* colind) {
+  int n = 0;
+  for (int k = 0; k < nv; k++)
+    for (int p = 0; p < rownnz[k] - 1; p++)
+      for (int e = 0; e <= p; e++) n += e < rownnz[colind[rowadr[k] + p]];
+  return n;
+}
 static void sim_M_tables_fill(SimModel* m) {
   for (int i = 0; i < m->nv; i++)
     for (int k = m->M_rowadr[i]; k < m->M_rowadr[i] + m->M_rownnz[i]; k++) m->M_rowind[k] = i;
@@ -35,11 +43,20 @@ static void sim_M_tables_fill(SimModel* m) {
     m->M_desc_num[i] = q - m->M_desc_adr[i];
   }
   int t = 0;
-  for (int p = 0; t < m->nM; p++)
-    for (int e = 0; e <= p && t < m->nM; e++, t++) {
-      m->M_tri[2 * t] = p;
-      m->M_tri[2 * t + 1] = e;
-    }
+  for (int k = 0; k < m->nv; k++) {
+    int s = m->M_rowadr[k];
+    m->M_fac_adr[k] = t;
+    for (int p = 0; p < m->M_rownnz[k] - 1; p++)
+      for (int e = 0; e <= p; e++) {
+        int i = m->M_colind[s + p];
+        if (e >= m->M_rownnz[i]) continue;
+        m->M_fac[3 * t] = m->M_rowadr[i] + e;
+        m->M_fac[3 * t + 1] = s + e;
+        m->M_fac[3 * t + 2] = s + p;
+        t++;
+      }
+    m->M_fac_num[k] = t - m->M_fac_adr[k];
+  }
 }
 
 // allocates the model's arrays for the sizes already set in m
@@ -104,6 +121,7 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
   m->ntendon = mj->ntendon;
   m->nwrap = mj->nwrap;
   m->nM = mj->nC;
+  m->nMfac = sim_M_fac_count(mj->nv, mj->M_rownnz, mj->M_rowadr, mj->M_colind);
   m->nkey = mj->nkey;
   m->one = 1;
   m->nchild = mj->nbody > 1 ? mj->nbody - 1 : 1;
@@ -377,6 +395,12 @@ int sim_model_full_mass_pattern(SimModel* m) {
   if (!shorter) return SIM_OK;
   SimModel old = *m;
   m->nM = nM;
+  m->nMfac = 0;  // every row lists all its ancestors: row k's diag (diag + 1) / 2 updates all apply
+  for (int i = 0; i < nv; i++) {
+    int n = 0;
+    for (int j = i; j >= 0; j = m->dof_parentid[j]) n++;
+    m->nMfac += n * (n - 1) / 2;
+  }
   if (model_alloc(m)) {
     *m = old;
     return SIM_ERR_ALLOC;

@@ -73,6 +73,7 @@ enum {
   X(ntendon, "fixed tendons")                                              \
   X(nwrap, "tendon wrap entries (joint, coef)")                            \
   X(nM, "non-zeros of the lower-triangular CSR inertia (MuJoCo's nC)")     \
+  X(nMfac, "entry updates of the inertia's L'DL factor (sim_factorI)")     \
   X(nmoment, "non-zeros of the constant actuator moment (CSR)")            \
   X(nlevel, "depths of the kinematic tree (world = level 0)")              \
   X(nchild, "entries of the body child lists")                             \
@@ -173,7 +174,9 @@ enum {
   X(int, M_rowadr, nv, 1)                                                                          \
   X(int, M_colind, nM, 1)                                                                          \
   X(int, M_rowind, nM, 1)             /* the row of each stored entry */                            \
-  X(int, M_tri, nM, 2)                /* pair t -> (p, e), t = p (p + 1) / 2 + e: sim_factorI's lanes */  \
+  X(int, M_fac_adr, nv, 1)            /* first of row k's updates in M_fac */                      \
+  X(int, M_fac_num, nv, 1)            /* number of them */                                         \
+  X(int, M_fac, nMfac, 3)             /* (entry changed, row k's two entries): sim_factorI's lanes */ \
   X(int, M_desc_adr, nv, 1)           /* first of dof i's entries in M_desc */                     \
   X(int, M_desc_num, nv, 1)           /* number of them */                                         \
   X(int, M_desc, nM, 2)               /* (descendant c, address of M(c, i)), ascending c: M v */   \
