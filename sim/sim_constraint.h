@@ -19,8 +19,6 @@
 #define SIM_POS(n, p) ((n) - 1 - (p))
 // efc_Jmask holds each row's non-zero dofs (set where the row is filled) in models of at most 64 dofs
 #define SIM_JMASK(m) ((m)->nv <= 64)
-// words of a dof's mask over the quadratic rows of a Hessian build (sol_qmask)
-#define SIM_QMASK_W(m) (((m)->nefcmax + 31) / 32)
 
 // efc_type values (= mjtConstraint; equality and elliptic rows are not produced)
 enum {
@@ -91,7 +89,6 @@ enum { SIM_CSTATE_SATISFIED = 0, SIM_CSTATE_QUADRATIC = 1, SIM_CSTATE_LINEARNEG 
   X(int, sol_chg, nefcmax, 1)         /* rows whose quadratic state changed in the last step */    \
   X(int, sol_qrow, nefcmax, 1)        /* the island's rows in the quadratic state (Hessian builds) */ \
   X(int, sol_tdof, nv, 1)             /* island dofs touched by the rows of a Hessian build */      \
-  X(int, sol_qmask, nv, SIM_QMASK_W(m)) /* per dof: bit q set where quadratic row q (sol_qrow) has it (SIM_JMASK) */ \
   X(int, sol_flag, one, 3)            /* lane 0 -> all lanes: number of changed, of quadratic rows, touched dofs */
 
 #endif

@@ -585,48 +585,6 @@ SIM_FN_INLINE sim_real sim_M_entry(const SimModel* m, const SimWorld* d, int ja,
   return p < m->M_rownnz[ja] - 1 && m->M_colind[adr + p] == jb ? d->M[adr + p] : (sim_real)0;
 }
 
-// Per dof j, the quadratic rows (positions q in sol_qrow, q < nq) whose J has a non-zero entry at j: bit q of
-// sol_qmask's row j (SIM_JMASK models). The warp takes 32 rows a pass and a ballot per dof transposes their masks;
-// elsewhere the lanes take dofs. Both give the same words.
-SIM_FN void sim_hessian_qmask(const SimModel* m, SimWorld* d, int nq, int lane, int nlane) {
-  int nv = m->nv, nw = (nq + 31) / 32, W = SIM_QMASK_W(m);
-  unsigned* qm = (unsigned*)d->sol_qmask;
-  const int* qrow = d->sol_qrow;
-  if (SIM_WARP && nlane == 32) {
-    for (int w = 0; w < nw; w++) {
-      int q = 32 * w + lane;
-      unsigned b0 = 0, b1 = 0, mine0 = 0, mine1 = 0;
-      if (q < nq) {
-        int r = qrow[q];
-        b0 = (unsigned)d->efc_Jmask[2 * r];
-        b1 = (unsigned)d->efc_Jmask[2 * r + 1];
-      }
-      for (int j = 0; j < nv; j++) {
-        unsigned word = sim_ballot((int)(((j < 32 ? b0 : b1) >> (j & 31)) & 1u), lane);
-        if ((j & 31) == lane) {
-          if (j < 32) mine0 = word;
-          else mine1 = word;
-        }
-      }
-      if (lane < nv) qm[lane * W + w] = mine0;
-      if (lane + 32 < nv) qm[(lane + 32) * W + w] = mine1;
-    }
-    SIM_SYNC();
-    return;
-  }
-  SIM_NO_UNROLL
-  for (int j = lane; j < nv; j += nlane)
-    for (int w = 0; w < nw; w++) {
-      unsigned word = 0;
-      for (int b = 0; b < 32 && 32 * w + b < nq; b++) {
-        int r = qrow[32 * w + b];
-        word |= (((unsigned)d->efc_Jmask[2 * r + (j >> 5)] >> (j & 31)) & 1u) << b;
-      }
-      qm[j * W + w] = word;
-    }
-  SIM_SYNC();
-}
-
 // entry (a, b), a >= b, of the island Hessian H = M + J' D J (island-local n x n): the nq quadratic rows in
 // ascending order (MuJoCo's accumulation order), then M (mju_sqrMatTD_impl, mju_addToSymSparse; the island lists
 // its dofs ascending, so ja >= jb). Where M has no entry the sum adds +0, which leaves it unchanged: it starts at
@@ -640,31 +598,6 @@ SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const Si
   const int* qrow = d->sol_qrow;
   const sim_real *J = d->efc_J, *D = d->efc_D;
   sim_real s = 0;
-  if (SIM_JMASK(m)) {
-    // only the rows non-zero at both dofs (sol_qmask), ascending: the others' terms are signed zeros. Two rows a
-    // pass, their loads first.
-    int W = SIM_QMASK_W(m);
-    const unsigned *qa = (const unsigned*)d->sol_qmask + ja * W, *qb = (const unsigned*)d->sol_qmask + jb * W;
-    for (int w = 0; 32 * w < nq; w++) {
-      unsigned bits = qa[w] & qb[w];
-      SIM_NO_UNROLL
-      while (bits) {
-        size_t r0 = (size_t)qrow[32 * w + sim_ctz(bits)];
-        bits &= bits - 1;
-        if (bits) {
-          size_t r1 = (size_t)qrow[32 * w + sim_ctz(bits)];
-          bits &= bits - 1;
-          sim_real u0 = J[r0 * nv + ja] * D[r0], u1 = J[r1 * nv + ja] * D[r1];
-          sim_real v0 = J[r0 * nv + jb], v1 = J[r1 * nv + jb];
-          s = sim_fmadd(v0, u0, s);
-          s = sim_fmadd(v1, u1, s);
-        } else {
-          s = sim_fmadd(J[r0 * nv + jb], J[r0 * nv + ja] * D[r0], s);
-        }
-      }
-    }
-    return s + sim_M_entry(m, d, ja, jb);
-  }
   SIM_NO_UNROLL
   for (; q + 4 <= nq; q += 4) {
     size_t r0 = (size_t)qrow[q], r1 = (size_t)qrow[q + 1], r2 = (size_t)qrow[q + 2], r3 = (size_t)qrow[q + 3];
@@ -898,7 +831,6 @@ SIM_FN void sim_hessian_entries(const SimModel* m, SimWorld* d, const SimSolveCt
 SIM_FN_STAGE void sim_hessian_factor(const SimModel* m, SimWorld* d, SimSolveCtx* c, int lane, int nlane) {
   int n = c->n, nq = sim_hessian_rows(d, c, NULL, NULL, lane, nlane);
   int nt = sim_hessian_touched(m, d, c, d->sol_qrow, nq, lane, nlane);
-  if (SIM_JMASK(m) && nt > 0) sim_hessian_qmask(m, d, nq, lane, nlane);
   sim_hessian_entries(m, d, c, NULL, n, 0, lane, nlane);
   sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
   sim_chol_factor(d, n, 0, lane, nlane);
@@ -916,7 +848,6 @@ SIM_FN_STAGE void sim_hessian_incremental(const SimModel* m, SimWorld* d, SimSol
   int nchg, nq = sim_hessian_rows(d, c, chg, &nchg, lane, nlane);
   if (nchg == 0) return;
   int nt = sim_hessian_touched(m, d, c, chg, nchg, lane, nlane);
-  if (SIM_JMASK(m) && nt > 0) sim_hessian_qmask(m, d, nq, lane, nlane);
   sim_hessian_entries(m, d, c, d->sol_tdof, nt, nq, lane, nlane);
   // the factor's columns before the first touched position depend on unchanged entries only
   sim_chol_factor(d, n, nt > 0 ? SIM_POS(n, d->sol_tdof[nt - 1]) : n, lane, nlane);
