@@ -211,7 +211,7 @@ SIM_FN void sim_adj_contact_geometry(const SimModel* m, SimWorld* d, int c, int 
 SIM_FN_STAGE void sim_adj_contacts(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int ncon = SIM_MIN(d->ncon[0], m->nconmax);
   if (ncon == 0) return;
-  int* conrow = d->adj_map;
+  int* conrow = d->adj_map + m->nv + m->nefcmax;
   int* conlast = conrow + m->nconmax;      // (2 per contact) the last dof of each side's chain (-1: none)
   int* conroot = conlast + 2 * m->nconmax;  // (2 per contact) each side's root body (0: the world, or a world geom)
   int* confric = conroot + 2 * m->nconmax;  // the geom that takes the sliding friction's cotangent (-1: none)
@@ -310,16 +310,22 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int k, int lane
     // H = M + J_Q' D_Q J_Q over all dofs and rows (block-diagonal over islands), factored in sol_L; the forward's
     // final factor from tape entry k where it taped one (the same rows, states and order: the same bits)
     if (lane == 0) d->adj_nconstraint[0]++;
+    int* ident = d->adj_map;  // (nv) dofs, then (nefc) rows, the latter for a fresh factor only
     SIM_NO_UNROLL
-    for (int i = lane; i < nv; i += nlane) d->sol_grad[i] = d->adj_qacc[i];
+    for (int i = lane; i < nv; i += nlane) {
+      ident[i] = i;
+      d->sol_grad[i] = d->adj_qacc[i];
+    }
     SimSolveCtx ctx;
-    ctx.dofs = NULL;  // all dofs and rows, in order
-    ctx.rows = NULL;
+    ctx.dofs = ident;
+    ctx.rows = ident + nv;
     ctx.n = nv;
     ctx.nr = nefc;
     if (k >= 0 && d->tape_hok[k]) {
       sim_hfac_tape(m, d, k, 1, lane, nlane);  // its sync also ends the loop above
     } else {
+      SIM_NO_UNROLL
+      for (int r = lane; r < nefc; r += nlane) ident[nv + r] = r;
       SIM_SYNC();
       sim_hessian_factor(m, d, &ctx, lane, nlane);
     }

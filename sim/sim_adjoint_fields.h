@@ -115,8 +115,8 @@ enum { SIM_ADJ_CTRL_CLAMPED = 1, SIM_ADJ_FORCE_CLAMPED = 2, SIM_ADJ_CTRL_BAD = 4
                                              /* [1] qacc, [2] qvel; [3] pos-bar; [4] R-bar */          \
   X(sim_real, adj_con, adj, m->nconmax * 46) /* per contact: geometry, root com cotangents, chain */    \
                                              /* sums, friction cotangent, offsets from the roots */   \
-  X(int, adj_map, adj, 6 * m->nconmax)      /* per contact: first row, each side's last dof and */   \
-                                             /* root, the friction's geom */                          \
+  X(int, adj_map, adj, m->nv + m->nefcmax + 6 * m->nconmax) /* identity dof/row lists; per contact: first */ \
+                                             /* row, each side's last dof and root, friction geom */ \
   /* parameter cotangents of the world's values (sim_param_fields.h; the model's when overrides are off), */ \
   /* accumulated over the backward pass, zeroed by sim_tape_clear */                                        \
   X(sim_real, adj_body_mass, adj, m->nbody)                                                        \

@@ -20,10 +20,6 @@
 #define SIM_SOLVER_TOLMIN 1e-6
 #endif
 
-// Entry k of an island's dof or row list. A NULL list is the identity: one island of all dofs and rows in order
-// (one kinematic tree, or islands off), where each access would otherwise wait on an index load first.
-#define SIM_AT(list, k) ((list) ? (list)[k] : (k))
-
 // ---- islands ----
 
 SIM_FN int sim_dsu_root(int* parent, int t) {
@@ -168,7 +164,7 @@ SIM_FN void sim_mulM_dofs(const SimModel* m, const sim_real* M, sim_real* res, c
   for (int base = 0, pass = 0; base < n; base += nlane, pass++) {
     int k = base + (pass & 1 ? nlane - 1 - lane : lane);
     if (k >= n) continue;
-    int i = SIM_AT(dofs, k), adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
+    int i = dofs ? dofs[k] : k, adr = m->M_rowadr[i], diag = m->M_rownnz[i] - 1;
     sim_real s = M[adr + diag] * v[i];
     SIM_NO_UNROLL
     for (int q = diag - 1; q >= 0; q--) s = sim_fmadd(M[adr + q], v[m->M_colind[adr + q]], s);
@@ -194,7 +190,7 @@ SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const si
       }
     return s;
   }
-  for (int k = 0; k < n; k++) s = sim_fmadd(J[SIM_AT(dofs, k)], v[SIM_AT(dofs, k)], s);
+  for (int k = 0; k < n; k++) s = sim_fmadd(J[dofs[k]], v[dofs[k]], s);
   return s;
 }
 
@@ -229,7 +225,7 @@ SIM_FN sim_real sim_row_update(SimWorld* d, int i, sim_real x) {
 SIM_FN void sim_rows_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
   SIM_NO_UNROLL
   for (int q = lane; q < nr; q += nlane) {
-    int i = SIM_AT(rows, q);
+    int i = rows[q];
     d->efc_cost[i] = sim_row_update(d, i, jar[i]);
   }
   SIM_SYNC();
@@ -239,20 +235,19 @@ SIM_FN void sim_rows_update(SimWorld* d, const int* rows, int nr, const sim_real
 SIM_FN sim_real sim_constraint_update(SimWorld* d, const int* rows, int nr, const sim_real* jar, int lane, int nlane) {
   sim_rows_update(d, rows, nr, jar, lane, nlane);
   sim_real s;
-  SIM_LSUM(s, nr, q, d->efc_cost[SIM_AT(rows, q)], lane, nlane);
+  SIM_LSUM(s, nr, q, d->efc_cost[rows[q]], lane, nlane);
   return s;
 }
 
 // ---- Newton solver on one island (or all rows and dofs: monolithic) ----
-
 
 typedef struct SimPnt {
   sim_real alpha, cost, deriv[2];
 } SimPnt;
 
 typedef struct SimSolveCtx {
-  const int* dofs;  // island dofs, ascending (NULL: all, SIM_AT)
-  const int* rows;  // island rows, ascending (NULL: all)
+  const int* dofs;  // island dofs, ascending
+  const int* rows;  // island rows, ascending
   int n, nr;
   sim_real scale;
   sim_real quadGauss[3];  // [1], [2]: the search direction's Gauss quadratic
@@ -330,7 +325,7 @@ SIM_FN void sim_primal_evaln(const SimWorld* d, SimSolveCtx* c, SimPnt* const* p
     if (np == 1) {  // the common case, with constant indices: the sums stay in registers
       sim_real a[6] = {0, 0, 0, 0, 0, 0};
       SIM_NO_UNROLL
-      for (int q = pp; q < c->nr; q += SIM_NPART) sim_row_eval(d, SIM_AT(c->rows, q), p[0]->alpha, a);
+      for (int q = pp; q < c->nr; q += SIM_NPART) sim_row_eval(d, c->rows[q], p[0]->alpha, a);
       for (int v = 0; v < 6; v++) part[v * SIM_LPART + k] = a[v];
       continue;
     }
@@ -339,7 +334,7 @@ SIM_FN void sim_primal_evaln(const SimWorld* d, SimSolveCtx* c, SimPnt* const* p
       for (int v = 0; v < 6; v++) acc[j][v] = 0;
     SIM_NO_UNROLL
     for (int q = pp; q < c->nr; q += SIM_NPART)
-      for (int j = 0; j < np; j++) sim_row_eval(d, SIM_AT(c->rows, q), p[j]->alpha, acc[j]);
+      for (int j = 0; j < np; j++) sim_row_eval(d, c->rows[q], p[j]->alpha, acc[j]);
     for (int j = 0; j < np; j++)
       for (int v = 0; v < 6; v++) part[(6 * j + v) * SIM_LPART + k] = acc[j][v];
   }
@@ -372,7 +367,7 @@ SIM_FN int sim_update_bracket(SimPnt* p, const SimPnt* cand, SimPnt* pnext) {
 // a . b over the island's dofs (a lane sum)
 SIM_FN sim_real sim_dot_dofs(const sim_real* a, const sim_real* b, const int* dofs, int n, int lane, int nlane) {
   sim_real s;
-  SIM_LSUM(s, n, k, a[SIM_AT(dofs, k)] * b[SIM_AT(dofs, k)], lane, nlane);
+  SIM_LSUM(s, n, k, a[dofs[k]] * b[dofs[k]], lane, nlane);
   return s;
 }
 
@@ -398,7 +393,7 @@ SIM_FN_STAGE sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolve
     sim_real vv = 0, vMa = 0, fv = 0, vMv = 0;
     SIM_NO_UNROLL
     for (int q = pp; q < n; q += SIM_NPART) {
-      int j = SIM_AT(dofs, q);
+      int j = dofs[q];
       vv += v[j] * v[j];
       vMa += v[j] * d->sol_Ma[j];
       fv += d->qfrc_smooth[j] * v[j];
@@ -407,7 +402,7 @@ SIM_FN_STAGE sim_real sim_primal_search(const SimModel* m, SimWorld* d, SimSolve
     sim_real acc[6] = {0, 0, 0, 0, 0, 0};
     SIM_NO_UNROLL
     for (int q = pp; q < c->nr; q += SIM_NPART) {
-      int i = SIM_AT(c->rows, q);
+      int i = c->rows[q];
       sim_real Jv = sim_rowdot(m, d, i, v, dofs, n);
       d->efc_Jv[i] = Jv;
       // PrimalPrepare, per row
@@ -521,10 +516,10 @@ SIM_FN_STAGE void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx*
   // two dofs per lane and pass (k and k + nlane), their sums as two chains in one walk over the rows: the G1's 35
   // dofs take one pass of the warp instead of a second one for three lanes
   for (int k = lane; k < n; k += 2 * nlane) {
-    int j0 = SIM_AT(dofs, k), two = k + nlane < n, j1 = two ? SIM_AT(dofs, k + nlane) : j0;
+    int j0 = dofs[k], two = k + nlane < n, j1 = two ? dofs[k + nlane] : j0;
     sim_real s0 = 0, s1 = 0;
     for (int q = 0; q < c->nr; q++) {
-      int r = SIM_AT(c->rows, q);
+      int r = c->rows[q];
       const sim_real* J = d->efc_J + (size_t)r * nv;
       sim_real f = d->efc_force[r];
       s0 += J[j0] * f;
@@ -550,7 +545,7 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nc
     for (int base = 0; base < c->nr; base += 32) {
       int q = base + lane, r = -1, is = 0, ch = 0;
       if (q < c->nr) {
-        r = SIM_AT(c->rows, q);
+        r = c->rows[q];
         is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
         ch = chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC);
       }
@@ -564,7 +559,7 @@ SIM_FN int sim_hessian_rows(SimWorld* d, const SimSolveCtx* c, int* chg, int* nc
   if (lane == 0) {
     int k = 0, nchg = 0;
     for (int q = 0; q < c->nr; q++) {
-      int r = SIM_AT(c->rows, q), is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
+      int r = c->rows[q], is = d->efc_state[r] == SIM_CSTATE_QUADRATIC;
       if (is) d->sol_qrow[k++] = r;
       if (chg && is != (d->efc_oldstate[r] == SIM_CSTATE_QUADRATIC)) chg[nchg++] = r;
     }
@@ -594,7 +589,7 @@ SIM_FN_INLINE sim_real sim_M_entry(const SimModel* m, const SimWorld* d, int ja,
 // (bench/RESULTS.md 2026-12-07, world clocks), their warps often alone on a scheduler, where each pass of a loop of
 // dependent loads waits out their latency.
 SIM_FN sim_real sim_hessian_entry(const SimModel* m, const SimWorld* d, const SimSolveCtx* c, int nq, int a, int b) {
-  int nv = m->nv, ja = SIM_AT(c->dofs, a), jb = SIM_AT(c->dofs, b), q = 0;
+  int nv = m->nv, ja = c->dofs[a], jb = c->dofs[b], q = 0;
   const int* qrow = d->sol_qrow;
   const sim_real *J = d->efc_J, *D = d->efc_D;
   sim_real s = 0;
@@ -774,18 +769,18 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
     if (masked) {
       SIM_NO_UNROLL
       for (int k = 0; k < nr; k++) {
-        any[0] |= (unsigned)d->efc_Jmask[2 * SIM_AT(rows, k)];
-        any[1] |= (unsigned)d->efc_Jmask[2 * SIM_AT(rows, k) + 1];
+        any[0] |= (unsigned)d->efc_Jmask[2 * rows[k]];
+        any[1] |= (unsigned)d->efc_Jmask[2 * rows[k] + 1];
       }
     }
     int cnt = 0;
     for (int base = 0; base < c->n; base += 32) {
       int a = base + lane, t = 0;
       if (a < c->n) {
-        int ja = SIM_AT(c->dofs, a);
+        int ja = c->dofs[a];
         if (masked) t = (any[ja >> 5] >> (ja & 31)) & 1;
         else
-          for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)SIM_AT(rows, k) * m->nv + ja] != 0;
+          for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
       }
       cnt = sim_ballot_append(list, cnt, t, a, lane);
     }
@@ -794,8 +789,8 @@ SIM_FN int sim_hessian_touched(const SimModel* m, SimWorld* d, const SimSolveCtx
   }
   SIM_NO_UNROLL
   for (int a = lane; a < c->n; a += nlane) {
-    int ja = SIM_AT(c->dofs, a), t = 0;
-    for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)SIM_AT(rows, k) * m->nv + ja] != 0;
+    int ja = c->dofs[a], t = 0;
+    for (int k = 0; k < nr && !t; k++) t = d->efc_J[(size_t)rows[k] * m->nv + ja] != 0;
     list[a] = t;
   }
   SIM_SYNC();
@@ -858,8 +853,7 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
                                        int lane, int shared) {
   if (shared) SIM_ASSUME_SHARED(L);
   int ld = SIM_SOL_LD(n);
-  sim_real r0 = lane < n ? g[SIM_AT(dofs, SIM_POS(n, lane))] : 0;
-  sim_real r1 = lane + 32 < n ? g[SIM_AT(dofs, SIM_POS(n, lane + 32))] : 0;
+  sim_real r0 = lane < n ? g[dofs[SIM_POS(n, lane)]] : 0, r1 = lane + 32 < n ? g[dofs[SIM_POS(n, lane + 32)]] : 0;
   int e0 = lane, e1 = lane + 32;  // the entries this lane holds
   for (int k = 0; k < n; k += 2) {
     int k1 = SIM_MIN(k + 1, n - 1);  // n odd: the last step finishes one entry
@@ -903,8 +897,8 @@ SIM_FN_INLINE void sim_chol_solve_warp(const sim_real* L, const sim_real* g, sim
       r1 = sim_fmsub(L[j1 * ld + e1], y, r1);
     }
   }
-  if (lane < n) out[SIM_AT(dofs, SIM_POS(n, lane))] = r0;
-  if (lane + 32 < n) out[SIM_AT(dofs, SIM_POS(n, lane + 32))] = r1;
+  if (lane < n) out[dofs[SIM_POS(n, lane)]] = r0;
+  if (lane + 32 < n) out[dofs[SIM_POS(n, lane + 32)]] = r1;
 }
 
 // Mgrad = H^-1 grad (mju_cholSolve on the island-local factor). Column-oriented substitutions: once res[k] is
@@ -931,24 +925,24 @@ SIM_FN_STAGE void sim_chol_solve(SimWorld* d, SimSolveCtx* c, int lane, int nlan
   }
   sim_real* res = d->sol_Mgrad;  // solved in place, position p at dof dofs[SIM_POS(n, p)]
   SIM_NO_UNROLL
-  for (int i = lane; i < n; i += nlane) res[SIM_AT(dofs, i)] = d->sol_grad[SIM_AT(dofs, i)];
+  for (int i = lane; i < n; i += nlane) res[dofs[i]] = d->sol_grad[dofs[i]];
   SIM_SYNC();
   for (int k = 0; k < n; k++) {
-    if (lane == 0) res[SIM_AT(dofs, SIM_POS(n, k))] *= L[k * ld + k];
+    if (lane == 0) res[dofs[SIM_POS(n, k)]] *= L[k * ld + k];
     SIM_SYNC();
-    sim_real x = res[SIM_AT(dofs, SIM_POS(n, k))];
+    sim_real x = res[dofs[SIM_POS(n, k)]];
     for (int i = k + 1 + lane; i < n; i += nlane) {
-      sim_real* ri = res + SIM_AT(dofs, SIM_POS(n, i));
+      sim_real* ri = res + dofs[SIM_POS(n, i)];
       *ri = sim_fmsub(L[k * ld + i], x, *ri);
     }
   }
   SIM_SYNC();  // every lane has read entry n - 1 before lane 0 scales it again
   for (int j = n - 1; j >= 0; j--) {
-    if (lane == 0) res[SIM_AT(dofs, SIM_POS(n, j))] *= L[j * ld + j];
+    if (lane == 0) res[dofs[SIM_POS(n, j)]] *= L[j * ld + j];
     SIM_SYNC();
-    sim_real x = res[SIM_AT(dofs, SIM_POS(n, j))];
+    sim_real x = res[dofs[SIM_POS(n, j)]];
     for (int i = j - 1 - lane; i >= 0; i -= nlane) {
-      sim_real* ri = res + SIM_AT(dofs, SIM_POS(n, i));
+      sim_real* ri = res + dofs[SIM_POS(n, i)];
       *ri = sim_fmsub(L[j * ld + i], x, *ri);
     }
   }
@@ -1009,7 +1003,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
   SIM_NO_UNROLL
   for (int q = lane; q < nr; q += nlane) {
-    int r = SIM_AT(rows, q);
+    int r = rows[q];
     d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
   }
   SIM_SYNC();
@@ -1018,7 +1012,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     c->scale = 1 / (m->meaninertia * (sim_real)SIM_MAX(1, m->nv));
   } else {
     sim_real inertia;
-    SIM_LSUM(inertia, n, k, d->M[m->M_rowadr[SIM_AT(dofs, k)] + m->M_rownnz[SIM_AT(dofs, k)] - 1], lane, nlane);
+    SIM_LSUM(inertia, n, k, d->M[m->M_rowadr[dofs[k]] + m->M_rownnz[dofs[k]] - 1], lane, nlane);
     c->scale = 1 / inertia;
   }
   sim_real scale = c->scale;
@@ -1034,7 +1028,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     for (int j = lane; j < m->nv; j += nlane) Mgrad[j] = 0;
     SIM_SYNC();
     SIM_NO_UNROLL
-    for (int k = lane; k < n; k += nlane) Mgrad[SIM_AT(dofs, k)] = grad[SIM_AT(dofs, k)];
+    for (int k = lane; k < n; k += nlane) Mgrad[dofs[k]] = grad[dofs[k]];
     sim_solveLD(m, Mgrad, d->qLD, d->qLDiagInv, lane, nlane);
     gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
     done = SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol;
@@ -1048,7 +1042,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   }
   if (!done)
     SIM_NO_UNROLL
-    for (int k = lane; k < n; k += nlane) d->sol_search[SIM_AT(dofs, k)] = -Mgrad[SIM_AT(dofs, k)];
+    for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
   SIM_SYNC();
 
   int iter = 0;
@@ -1061,13 +1055,13 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     if (alpha == 0) break;
     SIM_NO_UNROLL
     for (int k = lane; k < n; k += nlane) {
-      int j = SIM_AT(dofs, k);
+      int j = dofs[k];
       d->qacc[j] += alpha * d->sol_search[j];
       d->sol_Ma[j] += alpha * d->sol_Mv[j];
     }
     SIM_NO_UNROLL
     for (int q = lane; q < nr; q += nlane) {
-      int r = SIM_AT(rows, q);
+      int r = rows[q];
       d->efc_Jaref[r] += alpha * d->efc_Jv[r];
       d->efc_oldstate[r] = d->efc_state[r];
     }
@@ -1088,7 +1082,7 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
     gMg = sim_dot_dofs(grad, Mgrad, dofs, n, lane, nlane);
     if (SIM_MAX(0, (sim_real)0.5 * scale * gMg) < tol) break;
     SIM_NO_UNROLL
-    for (int k = lane; k < n; k += nlane) d->sol_search[SIM_AT(dofs, k)] = -Mgrad[SIM_AT(dofs, k)];
+    for (int k = lane; k < n; k += nlane) d->sol_search[dofs[k]] = -Mgrad[dofs[k]];
     SIM_SYNC();
   }
   SIM_SYNC();
@@ -1102,8 +1096,8 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
 SIM_FN_STAGE void sim_newton_tape(const SimModel* m, SimWorld* d, int fac, int tape, int lane, int nlane) {
   if (!fac) return;
   SimSolveCtx ctx;
-  ctx.dofs = NULL;
-  ctx.rows = NULL;
+  ctx.dofs = d->map_idof2dof;
+  ctx.rows = d->map_iefc2efc;
   ctx.n = m->nv;
   ctx.nr = d->nefc[0];
   // the usual exit (a stopping test after the update) leaves the factor one update behind the row states
@@ -1162,22 +1156,25 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     SIM_SYNC();
     return;
   }
-  // the warm start runs over all rows (the identity list)
+  // the warm start runs over all rows (identity list in efc_oldstate, free until the iterations)
   int nisland = d->nisland[0];
+  int* ident = d->efc_oldstate;
   SIM_SYNC();
-  sim_warmstart(m, d, NULL, lane, nlane);
+  SIM_NO_UNROLL
+  for (int r = lane; r < nefc; r += nlane) ident[r] = r;
+  SIM_SYNC();
+  sim_warmstart(m, d, ident, lane, nlane);
   if (nisland > 0) {
     int nidof = d->island_idofadr[nisland - 1] + d->island_nv[nisland - 1];
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
       for (int k = nidof + lane; k < nv; k += nlane) d->qacc[d->map_idof2dof[k]] = d->qacc_smooth[d->map_idof2dof[k]];
     SIM_SYNC();
-    int niter = 0, fac = 0, all = m->ntree == 1;  // one tree: one island of all dofs and rows, in order
+    int niter = 0, fac = 0;
     for (int i = 0; i < nisland; i++)
-      niter += sim_newton_island(m, d, all ? NULL : d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 all ? NULL : d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, &fac,
-                                 lane, nlane);
+      niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, &fac, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
-    if (tape >= 0 && all) sim_newton_tape(m, d, fac, tape, lane, nlane);
+    if (tape >= 0 && m->ntree == 1) sim_newton_tape(m, d, fac, tape, lane, nlane);  // one island: all, in order
   } else {
     // monolithic: identity dof and row lists in the island maps
     SIM_NO_UNROLL
@@ -1185,7 +1182,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
-    int fac = 0, niter = sim_newton_island(m, d, NULL, nv, NULL, nefc, -1, &fac, lane, nlane);
+    int fac = 0, niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, &fac, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
     if (tape >= 0) sim_newton_tape(m, d, fac, tape, lane, nlane);
   }
