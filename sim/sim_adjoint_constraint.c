@@ -35,6 +35,11 @@
 #define SIM_ADJ_CON_FRIC 39  // (1) cotangent of the contact's sliding friction (condim 3; 0 for condim 1)
 #define SIM_ADJ_CON_OFF 40   // (6) pos - subtree_com[root(b1)], pos - subtree_com[root(b2)]
 
+// a contact's row: frictionless, or an edge of its pyramid
+SIM_FN_INLINE int sim_adj_contact_type(int type) {
+  return type == SIM_CNSTR_CONTACT_FRICTIONLESS || type == SIM_CNSTR_CONTACT_PYRAMIDAL;
+}
+
 // per row: the J-bar coefficients (alpha, beta, gamma) and pos-bar, from lambda (rows across lanes)
 SIM_FN void sim_adj_rows(const SimModel* m, SimWorld* d, const sim_real* lambda, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
@@ -69,7 +74,7 @@ SIM_FN void sim_adj_limit_rows(const SimModel* m, SimWorld* d, const sim_real* l
     int nv = m->nv, nefc = d->nefc[0];
     for (int r = 0; r < nefc; r++) {
       int type = d->efc_type[r], id = d->efc_id[r];
-      if (type == SIM_CNSTR_CONTACT_FRICTIONLESS || type == SIM_CNSTR_CONTACT_PYRAMIDAL) break;  // contacts come last
+      if (sim_adj_contact_type(type)) break;  // contacts come last
       const sim_real* co = d->adj_efc + SIM_ADJ_EFC * r;
       if (type == SIM_CNSTR_LIMIT_TENDON) {
         d->adj_ten_length[id] += co[3] * sim_limit_sign(m, d, r);
@@ -107,11 +112,8 @@ SIM_FN void sim_adj_contact_rows(const SimModel* m, SimWorld* d, int* conrow, in
   SIM_NO_UNROLL
   for (int r = lane; r < d->nefc[0]; r += nlane) {
     int type = d->efc_type[r], id = d->efc_id[r], prev = -1;  // prev: the contact of row r - 1, if any
-    if (type != SIM_CNSTR_CONTACT_FRICTIONLESS && type != SIM_CNSTR_CONTACT_PYRAMIDAL) continue;
-    if (r > 0) {
-      int tp = d->efc_type[r - 1];
-      if (tp == SIM_CNSTR_CONTACT_FRICTIONLESS || tp == SIM_CNSTR_CONTACT_PYRAMIDAL) prev = d->efc_id[r - 1];
-    }
+    if (!sim_adj_contact_type(type)) continue;
+    if (r > 0 && sim_adj_contact_type(d->efc_type[r - 1])) prev = d->efc_id[r - 1];
     if (prev != id) conrow[id] = r;
   }
   SIM_SYNC();
