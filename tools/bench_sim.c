@@ -430,7 +430,7 @@ static int world_clock_print(SimCuda* g, const SimData* start, int nworld, int n
            g_json_nres++ ? ",\n  " : "\n  ", nworld, nsm);
   for (int k = 0; k < nk; k++) {
     for (int s = 0; s < nsub; s++) {
-      // launch order: the substeps' six kernels, then the backward's three per substep
+      // launch order: the substeps' seven kernels, then the backward's three per substep
       int l = k < SIMCUDA_NSUB_KERNEL ? s * SIMCUDA_NSUB_KERNEL + k
                                       : nsub * SIMCUDA_NSUB_KERNEL + s * SIMCUDA_NBWD_KERNEL + (k - SIMCUDA_NSUB_KERNEL);
       const unsigned long long* r = rec + (size_t)l * cw;
@@ -462,7 +462,7 @@ static int world_clock_print(SimCuda* g, const SimData* start, int nworld, int n
   }
   json_add("}");
   // the constraint kernel of the last substep: latency by rows, and the slowest worlds
-  const unsigned long long* r = rec + (size_t)((nsub - 1) * SIMCUDA_NSUB_KERNEL + 3) * cw;
+  const unsigned long long* r = rec + (size_t)((nsub - 1) * SIMCUDA_NSUB_KERNEL + SIMCUDA_SUB_SOLVER) * cw;
   static const int edge[] = {0, 1, 17, 33, 65, 1 << 16};
   printf("      constraint, last substep, mean latency us (worlds) by rows:");
   for (int b = 0; b < 5; b++) {

@@ -124,7 +124,7 @@ static int carveout_least(const SimcudaKernelRef* k, int nthread, int smem_sm, i
 }
 
 // the preferred carve-out of each staged kernel as simcuda_set_carveout last set it (percent; -1: the driver's)
-static int g_carveout_pct[SIMCUDA_NKERNEL] = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
+static int g_carveout_pct[SIMCUDA_NKERNEL] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 
 extern "C" int simcuda_set_carveout(SimCuda* g, int mode) {
   if (mode < 0 || mode > 4) {
@@ -417,7 +417,7 @@ extern "C" int simcuda_world_clock(SimCuda* g, const SimData* start, int nsub, u
 }
 
 extern "C" const char* simcuda_kernel_name(int k) {
-  static const char* name[SIMCUDA_NKERNEL] = {"position", "collision", "smooth", "constraint", "repair",
+  static const char* name[SIMCUDA_NKERNEL] = {"position", "collision", "smooth", "rows", "constraint", "repair",
                                               "integrate", "bwd_pre", "bwd_solver", "bwd_smooth"};
   return k >= 0 && k < SIMCUDA_NKERNEL ? name[k] : "";
 }

@@ -46,7 +46,7 @@ int simcuda_streams(const SimCuda* g);
 // kernel: 14 blocks, 100 KB, where its registers allow 5); 1 each kernel the least that keeps the blocks per SM its
 // registers allow, the rest left to L1; 2 one size for all, the largest of 1's, so that the groups' kernels on streams
 // need no other configuration beside each other; 3 (the default, SIMCUDA_DEFAULT_CARVEOUT, set by simcuda_create) the
-// backward's three kernels as 1, the substep's six as 0; 4 the backward's as 1, the substep's six at one size, the
+// backward's three kernels as 1, the substep's seven as 0; 4 the backward's as 1, the substep's seven at one size, the
 // largest of their 1's, so that the groups' substep kernels need no other configuration beside each other. G1, 4096
 // worlds, H100: mode 1 made the forward 3-4 % slower and the recorded forward + backward 1.2-1.4 % faster; mode 3 kept
 // the forward and took 3 % off the forward + backward (bench/RESULTS.md 2026-12-07). The same bits in every mode.
@@ -80,19 +80,20 @@ int simcuda_time_steps(SimCuda* g, int nstep, int nrep, double* ms_per_step);
 // 2: recorded control step + its backward.
 int simcuda_time_control(SimCuda* g, const SimData_f32* start, int nsub, int grad, int nrep, double* ms_median);
 
-// the staged launch's kernels one by one (simcuda_kernel_name): the substep's six (position, collision, smooth,
-// constraint, repair, integrate) and the backward's three (bwd_pre, bwd_solver, bwd_smooth). ms[k]: median over
+// the staged launch's kernels one by one (simcuda_kernel_name): the substep's seven (position, collision, smooth,
+// rows, constraint, repair, integrate) and the backward's three (bwd_pre, bwd_solver, bwd_smooth). ms[k]: median over
 // nrep of kernel k's time summed over a recorded control step of nsub substeps and its backward (CUDA events
 // between the kernels; batch reset to start before each repetition). Needs the staged launch and gradients.
-#define SIMCUDA_NSUB_KERNEL 6
+#define SIMCUDA_NSUB_KERNEL 7
 #define SIMCUDA_NBWD_KERNEL 3
-#define SIMCUDA_NKERNEL 9
+#define SIMCUDA_NKERNEL 10
+#define SIMCUDA_SUB_SOLVER 4  // the substep's Newton solve ("constraint") among its kernels
 int simcuda_time_kernels(SimCuda* g, const SimData_f32* start, int nsub, int nrep, double* ms);
 const char* simcuda_kernel_name(int k);
 
 // Where a staged kernel's time goes world by world: one recorded control step of nsub substeps and its backward
 // from start (after the same run once as warm-up), each kernel launch's worlds clocked (sim_cuda_launch.h). rec:
-// nsub x SIMCUDA_NKERNEL launches (the substeps' six kernels in launch order, then the backward's three per
+// nsub x SIMCUDA_NKERNEL launches (the substeps' seven kernels in launch order, then the backward's three per
 // substep), each SIMCUDA_CLOCK_WORDS x nworld words: per world its global-timer start and end (ns), its SM's cycles
 // between them, and (SM id | contacts << 16 | rows << 32 | Newton iterations << 48) at its end. The same bits as
 // without the clocks. Needs the staged launch and gradients.

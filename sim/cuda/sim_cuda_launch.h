@@ -130,7 +130,7 @@ typedef void (*SimcudaGroupLaunch)(const void* ctx, int s, int w0, int n, cudaSt
 void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch f, const void* ctx);
 
 // The staged kernels with their dynamic shared memory (solver_sh: simcuda_solver_shmem's bytes for the Newton
-// solver's two kernels), for simcuda_set_carveout: the substep's six (sim_cuda_step.cu), the backward's three
+// solver's two kernels), for simcuda_set_carveout: the substep's seven (sim_cuda_step.cu), the backward's three
 // (sim_cuda_bwd.cu); each returns its count.
 typedef struct {
   const void* fn;
@@ -141,7 +141,7 @@ int simcuda_bwd_kernels(SimcudaKernelRef* k, size_t solver_sh);
 
 void simcuda_launch_forward(const SimModel* m, const SimData* d, int nworld);
 void simcuda_launch_stage(const SimModel* m, const SimData* d, int nworld, int stage);
-// staged (1, 2): the substep as six kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
+// staged (1, 2): the substep as seven kernels (sim_cuda_step.cu), its backward as three (sim_cuda_bwd.cu); Euler
 // and implicitfast only. nv: the model's, on the host. ev: NULL, or (staged only) nsub x (kernels + 1) events
 // recorded between the kernels of each substep, for simcuda_time_kernels.
 void simcuda_launch_step(const SimModel* m, const SimData* d, int nworld, int staged, int nv);

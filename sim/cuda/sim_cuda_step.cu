@@ -15,7 +15,7 @@ __global__ void SIMCUDA_BOUNDS k_control_step(const SimModel* m, const SimData* 
 }
 
 // The staged launch of one substep: the calls of sim_step_world / sim_control_step_world in the same order,
-// split over six kernels. Each kernel gets the registers and the code of its own stages, so the light stages
+// split over seven kernels. Each kernel gets the registers and the code of its own stages, so the light stages
 // run with more warps per SM than the fused kernel allows (its register count is that of its heaviest stage),
 // and a warp's code stays within the instruction cache. Euler and implicitfast only (RK4 stays fused).
 __global__ void SIMCUDA_STAGED_BOUNDS k_sub_position(const SimModel* m, const SimData* d, int w0, int record,
@@ -42,12 +42,21 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_smooth(const SimModel* m, const SimD
   sim_forward_smooth(m, wd, lane, 32);
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
+// the constraint rows and islands apart from the Newton solve: the solver's kernel then holds the solver's code
+// alone (the fused constraint kernel lost 18 % of its stall cycles to instruction fetch, bench/RESULTS.md), and the
+// rows run at the light kernels' registers
+__global__ void SIMCUDA_STAGED_BOUNDS k_sub_rows(const SimModel* m, const SimData* d, int w0, unsigned long long* clk) {
+  SIMCUDA_WORLD_AT(m, d, w0);
+  SIMCUDA_CLOCK_BEGIN(clk, w, lane);
+  sim_constraint_rows_islands(m, wd, lane, 32);
+  SIMCUDA_CLOCK_END(clk, w, wd, lane);
+}
 __global__ void SIMCUDA_SOLVER_BOUNDS k_sub_constraint(const SimModel* m, const SimData* d, int w0, int scratch,
                                                        int record, unsigned long long* clk) {
   SIMCUDA_WORLD_AT(m, d, w0);
   SIMCUDA_CLOCK_BEGIN(clk, w, lane);
   SIMCUDA_SOLVER_SCRATCH(m, wd, lane, scratch);
-  sim_constraint_tape(m, wd, record ? wd->tape_k[0] : -1, lane, 32);  // the factor leaves shared memory here
+  sim_solve(m, wd, record ? wd->tape_k[0] : -1, lane, 32);  // the factor leaves shared memory here
   SIMCUDA_CLOCK_END(clk, w, wd, lane);
 }
 // a world whose acceleration is not finite is reset and its forward redone (rare: the other warps leave); its
@@ -71,9 +80,11 @@ __global__ void SIMCUDA_STAGED_BOUNDS k_sub_integrate(const SimModel* m, const S
 
 int simcuda_step_kernels(SimcudaKernelRef* k, size_t solver_sh) {
   const void* fn[SIMCUDA_NSUB_KERNEL] = {(const void*)k_sub_position, (const void*)k_sub_collision,
-                                         (const void*)k_sub_smooth,   (const void*)k_sub_constraint,
-                                         (const void*)k_sub_repair,   (const void*)k_sub_integrate};
-  for (int i = 0; i < SIMCUDA_NSUB_KERNEL; i++) k[i] = SimcudaKernelRef{fn[i], i == 3 ? solver_sh : 0};
+                                         (const void*)k_sub_smooth,   (const void*)k_sub_rows,
+                                         (const void*)k_sub_constraint, (const void*)k_sub_repair,
+                                         (const void*)k_sub_integrate};
+  for (int i = 0; i < SIMCUDA_NSUB_KERNEL; i++)
+    k[i] = SimcudaKernelRef{fn[i], i == SIMCUDA_SUB_SOLVER ? solver_sh : 0};
   return SIMCUDA_NSUB_KERNEL;
 }
 
@@ -117,8 +128,8 @@ void simcuda_launch_groups(int nworld, int nsub, int ngroup, SimcudaGroupLaunch 
   }
 }
 
-// ev: NULL, or SIMCUDA_NSUB_KERNEL + 1 events recorded around the six kernels (simcuda_time_kernels); clk: NULL,
-// or the six kernels' world clocks (sim_cuda_launch.h). The worlds from w0, n of them, on stream st.
+// ev: NULL, or SIMCUDA_NSUB_KERNEL + 1 events recorded around the seven kernels (simcuda_time_kernels); clk: NULL,
+// or the seven kernels' world clocks (sim_cuda_launch.h). The worlds from w0, n of them, on stream st.
 static void launch_substep(const SimModel* m, const SimData* d, int nworld, int w0, int n, cudaStream_t st,
                            int record, int staged, int nv, cudaEvent_t* ev, unsigned long long* clk) {
   unsigned nb = simcuda_blocks(n), nt = 32 * SIMCUDA_WPB;
@@ -131,12 +142,14 @@ static void launch_substep(const SimModel* m, const SimData* d, int nworld, int 
   if (ev) cudaEventRecord(ev[2]);
   k_sub_smooth<<<nb, nt, 0, st>>>(m, d, w0, CLK(2));
   if (ev) cudaEventRecord(ev[3]);
-  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, record, CLK(3));
+  k_sub_rows<<<nb, nt, 0, st>>>(m, d, w0, CLK(3));
   if (ev) cudaEventRecord(ev[4]);
-  k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(4));
+  k_sub_constraint<<<nb, nt, sh, st>>>(m, d, w0, sh > 0, record, CLK(4));
   if (ev) cudaEventRecord(ev[5]);
-  k_sub_integrate<<<nb, nt, 0, st>>>(m, d, w0, record, CLK(5));
+  k_sub_repair<<<nb, nt, 0, st>>>(m, d, w0, CLK(5));
   if (ev) cudaEventRecord(ev[6]);
+  k_sub_integrate<<<nb, nt, 0, st>>>(m, d, w0, record, CLK(6));
+  if (ev) cudaEventRecord(ev[7]);
 #undef CLK
 }
 
