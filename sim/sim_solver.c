@@ -194,6 +194,28 @@ SIM_FN sim_real sim_rowdot(const SimModel* m, const SimWorld* d, int r, const si
   return s;
 }
 
+// J row r times two dof vectors over all dofs: each sum sim_rowdot's over an island holding the row (the terms at
+// dofs outside it are signed zeros that leave the sum as it is), so the Newton solve may start from them
+SIM_FN void sim_rowdot2(const SimModel* m, const SimWorld* d, int r, const sim_real* v, const sim_real* u, sim_real* sv,
+                        sim_real* su) {
+  const sim_real* J = d->efc_J + (size_t)r * m->nv;
+  sim_real s = 0, t = 0;
+  if (SIM_JMASK(m)) {
+    for (int w = 0; w < 2; w++)
+      for (unsigned bits = (unsigned)d->efc_Jmask[2 * r + w]; bits; bits &= bits - 1) {
+        int j = 32 * w + sim_ctz(bits);
+        s = sim_fmadd(J[j], v[j], s);
+        t = sim_fmadd(J[j], u[j], t);
+      }
+  } else {
+    for (int j = 0; j < m->nv; j++) {
+      s = sim_fmadd(J[j], v[j], s);
+      t = sim_fmadd(J[j], u[j], t);
+    }
+  }
+  *sv = s, *su = t;
+}
+
 // mj_constraintUpdate_impl for one row (no equality or elliptic rows): force, state; returns the row's cost
 SIM_FN sim_real sim_row_update(SimWorld* d, int i, sim_real x) {
   sim_real D = d->efc_D[i], R = d->efc_R[i], f = d->efc_frictionloss[i];
@@ -984,10 +1006,11 @@ SIM_FN void sim_hfac_tape(const SimModel* m, SimWorld* d, int k, int unpack, int
 }
 
 // mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations.
-// *fac: what sol_L holds at the end (0 no factor, 1 the factor at the final row states, 2 the factor one update
+// start (sim_warmstart's): 1 efc_Jaref, 2 also sol_Ma, already hold J qacc - aref and M qacc at the island's rows
+// and dofs, the sums MuJoCo recomputes here, term for term. *fac: what sol_L holds at the end (0 no factor, 1 the factor at the final row states, 2 the factor one update
 // behind them), for sim_newton_tape.
 SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
-                                   int island, int* fac_out, int lane, int nlane) {
+                                   int island, int start, int* fac_out, int lane, int nlane) {
   SimSolveCtx ctx;
   SimSolveCtx* c = &ctx;
   c->dofs = dofs;
@@ -1000,12 +1023,13 @@ SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* do
   sim_real* grad = d->sol_grad;
   sim_real* Mgrad = d->sol_Mgrad;
 
-  sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
-  SIM_NO_UNROLL
-  for (int q = lane; q < nr; q += nlane) {
-    int r = rows[q];
-    d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
-  }
+  if (start < 2) sim_mulM_dofs(m, d->M, d->sol_Ma, d->qacc, dofs, n, lane, nlane);
+  if (start < 1)
+    SIM_NO_UNROLL
+    for (int q = lane; q < nr; q += nlane) {
+      int r = rows[q];
+      d->efc_Jaref[r] = sim_rowdot(m, d, r, d->qacc, dofs, n) - d->efc_aref[r];
+    }
   SIM_SYNC();
   sim_primal_update(m, d, c, lane, nlane);
   if (island < 0) {
@@ -1106,24 +1130,22 @@ SIM_FN_STAGE void sim_newton_tape(const SimModel* m, SimWorld* d, int fac, int t
   if (lane == 0) d->tape_hnow[0] = 1;
 }
 
-// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper
-SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
+// engine_forward.c:warmstart: start from qacc_warmstart unless qacc_smooth is strictly cheaper. Returns what the
+// Newton solve may start from (sim_newton_island's start): 2 at qacc_warmstart (efc_Jaref and sol_Ma), 1 at
+// qacc_smooth (efc_Jaref), 0 with the warm start disabled.
+SIM_FN_STAGE int sim_warmstart(const SimModel* m, SimWorld* d, const int* allrows, int lane, int nlane) {
   int nv = m->nv, nefc = d->nefc[0];
   if (m->disableflags & SIM_DSBL_WARMSTART) {
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->qacc[i] = d->qacc_smooth[i];
     SIM_SYNC();
-    return;
+    return 0;
   }
   // jar at qacc_warmstart (efc_Jaref) and at qacc_smooth (efc_b, kept in efc_Jv), rows across lanes
   SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) {
-    const sim_real* J = d->efc_J + (size_t)r * nv;
-    sim_real s = 0, t = 0;
-    for (int j = 0; j < nv; j++) {
-      s += J[j] * d->qacc_warmstart[j];
-      t += J[j] * d->qacc_smooth[j];
-    }
+    sim_real s, t;
+    sim_rowdot2(m, d, r, d->qacc_warmstart, d->qacc_smooth, &s, &t);
     d->efc_Jaref[r] = s - d->efc_aref[r];
     d->efc_Jv[r] = t - d->efc_aref[r];
   }
@@ -1139,7 +1161,11 @@ SIM_FN_STAGE void sim_warmstart(const SimModel* m, SimWorld* d, const int* allro
   int smooth = cost_ws > cost_smooth;
   SIM_NO_UNROLL
   for (int i = lane; i < nv; i += nlane) d->qacc[i] = smooth ? d->qacc_smooth[i] : d->qacc_warmstart[i];
+  if (smooth)
+    SIM_NO_UNROLL
+    for (int r = lane; r < nefc; r += nlane) d->efc_Jaref[r] = d->efc_Jv[r];
   SIM_SYNC();
+  return smooth ? 1 : 2;
 }
 
 // mj_fwdConstraint for the Newton solver: warm start, then each island (or everything at once). tape >= 0: the
@@ -1163,7 +1189,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
   SIM_NO_UNROLL
   for (int r = lane; r < nefc; r += nlane) ident[r] = r;
   SIM_SYNC();
-  sim_warmstart(m, d, ident, lane, nlane);
+  int start = sim_warmstart(m, d, ident, lane, nlane);
   if (nisland > 0) {
     int nidof = d->island_idofadr[nisland - 1] + d->island_nv[nisland - 1];
     if (!(m->disableflags & SIM_DSBL_WARMSTART))
@@ -1172,7 +1198,7 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     int niter = 0, fac = 0;
     for (int i = 0; i < nisland; i++)
       niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, &fac, lane, nlane);
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, start, &fac, lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
     if (tape >= 0 && m->ntree == 1) sim_newton_tape(m, d, fac, tape, lane, nlane);  // one island: all, in order
   } else {
@@ -1182,7 +1208,8 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     SIM_NO_UNROLL
     for (int i = lane; i < nv; i += nlane) d->map_idof2dof[i] = i;
     SIM_SYNC();
-    int fac = 0, niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, &fac, lane, nlane);
+    int fac = 0, niter = sim_newton_island(m, d, d->map_idof2dof, nv, d->map_iefc2efc, nefc, -1, start, &fac,
+                                           lane, nlane);
     if (lane == 0) d->solver_niter[0] = niter;
     if (tape >= 0) sim_newton_tape(m, d, fac, tape, lane, nlane);
   }
