@@ -536,14 +536,17 @@ SIM_FN_STAGE void sim_primal_update(const SimModel* m, SimWorld* d, SimSolveCtx*
   int n = c->n, nv = m->nv;
   sim_rows_update(d, c->rows, c->nr, d->efc_Jaref, lane, nlane);
   // two dofs per lane and pass (k and k + nlane), their sums as two chains in one walk over the rows: the G1's 35
-  // dofs take one pass of the warp instead of a second one for three lanes
+  // dofs take one pass of the warp instead of a second one for three lanes. A row without force (satisfied) is
+  // skipped, the same test on every lane: its terms are signed zeros, and a sum that starts at +0 never becomes -0
+  // (x + -x rounds to +0), so adding them leaves every sum's bits as they are.
   for (int k = lane; k < n; k += 2 * nlane) {
     int j0 = dofs[k], two = k + nlane < n, j1 = two ? dofs[k + nlane] : j0;
     sim_real s0 = 0, s1 = 0;
     for (int q = 0; q < c->nr; q++) {
       int r = c->rows[q];
-      const sim_real* J = d->efc_J + (size_t)r * nv;
       sim_real f = d->efc_force[r];
+      if (f == 0) continue;
+      const sim_real* J = d->efc_J + (size_t)r * nv;
       s0 += J[j0] * f;
       s1 += J[j1] * f;
     }
