@@ -1010,8 +1010,8 @@ SIM_FN void sim_hfac_tape(const SimModel* m, SimWorld* d, int k, int unpack, int
 
 // mj_solPrimal (Newton) on one island (island < 0: all dofs and rows, monolithic scale); returns iterations.
 // start (sim_warmstart's): 1 efc_Jaref, 2 also sol_Ma, already hold J qacc - aref and M qacc at the island's rows
-// and dofs, the sums MuJoCo recomputes here, term for term. *fac: what sol_L holds at the end (0 no factor, 1 the factor at the final row states, 2 the factor one update
-// behind them), for sim_newton_tape.
+// and dofs, the sums MuJoCo recomputes here, term for term. *fac: what sol_L holds at the end (0 no factor, 1 the
+// factor at the final row states, 2 the factor one update behind them), for sim_newton_tape.
 SIM_FN_STAGE int sim_newton_island(const SimModel* m, SimWorld* d, const int* dofs, int n, const int* rows, int nr,
                                    int island, int start, int* fac_out, int lane, int nlane) {
   SimSolveCtx ctx;
@@ -1201,7 +1201,8 @@ SIM_FN_STAGE void sim_solve(const SimModel* m, SimWorld* d, int tape, int lane, 
     int niter = 0, fac = 0;
     for (int i = 0; i < nisland; i++)
       niter += sim_newton_island(m, d, d->map_idof2dof + d->island_idofadr[i], d->island_nv[i],
-                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, start, &fac, lane, nlane);
+                                 d->map_iefc2efc + d->island_iefcadr[i], d->island_nefc[i], i, start, &fac, lane,
+                                 nlane);
     if (lane == 0) d->solver_niter[0] = niter;
     if (tape >= 0 && m->ntree == 1) sim_newton_tape(m, d, fac, tape, lane, nlane);  // one island: all, in order
   } else {
