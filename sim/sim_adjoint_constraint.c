@@ -341,12 +341,15 @@ SIM_FN_STAGE void sim_adj_solver(const SimModel* m, SimWorld* d, int k, int lane
   sim_adj_M_outer(m, d->adj_M, lambda, d->qacc, -1, lane, nlane);
   if (nefc == 0) return;
   sim_adj_rows(m, d, lambda, lane, nlane);
-  // efc_vel = J v; two dofs per lane and pass (j and j + nlane), two chains in one walk over the rows
+  // efc_vel = J v; two dofs per lane and pass (j and j + nlane), two chains in one walk over the rows. Rows out of
+  // the quadratic state (vel-bar +0) are skipped, the same test on every lane: their terms are signed zeros, which
+  // leave a sum that starts at +0 as it is (sim_primal_update's J' f likewise).
   for (int j = lane; j < nv; j += 2 * nlane) {
     int two = j + nlane < nv, j1 = two ? j + nlane : j;
     sim_real s0 = 0, s1 = 0;
     for (int r = 0; r < nefc; r++) {
       sim_real vb = d->adj_efc[SIM_ADJ_EFC * r + 2];
+      if (vb == 0) continue;
       const sim_real* J = d->efc_J + (size_t)r * nv;
       s0 += vb * J[j];
       s1 += vb * J[j1];
