@@ -385,22 +385,18 @@ int sim_model_import_caps(const void* mjmodel, int nconmax, int nefcmax, SimMode
 // last), as MuJoCo's layout without its simple-body shortcut (sim_param_fields.h); M_extra marks the entries
 // added. The model's arrays move into a new buffer (nM grows); nothing changes when no row was short.
 int sim_model_full_mass_pattern(SimModel* m) {
-  int nv = m->nv, nM = 0, shorter = 0;
+  int nv = m->nv, nM = 0, nMfac = 0, shorter = 0;
   for (int i = 0; i < nv; i++) {
     int n = 0;
     for (int j = i; j >= 0; j = m->dof_parentid[j]) n++;
     nM += n;
+    nMfac += n * (n - 1) / 2;  // every row lists all its ancestors: row k's diag (diag + 1) / 2 updates all apply
     shorter |= n != m->M_rownnz[i];
   }
   if (!shorter) return SIM_OK;
   SimModel old = *m;
   m->nM = nM;
-  m->nMfac = 0;  // every row lists all its ancestors: row k's diag (diag + 1) / 2 updates all apply
-  for (int i = 0; i < nv; i++) {
-    int n = 0;
-    for (int j = i; j >= 0; j = m->dof_parentid[j]) n++;
-    m->nMfac += n * (n - 1) / 2;
-  }
+  m->nMfac = nMfac;
   if (model_alloc(m)) {
     *m = old;
     return SIM_ERR_ALLOC;
